@@ -1,0 +1,80 @@
+"""Build script for the freeflyer_control ROS 2 package (build type ament_python).
+
+``colcon build`` (colcon-ros' ament_python task) and ``pip install`` both run this
+file with the package root as the working directory, so every path below is
+relative to it (colcon and setuptools refuse absolute ``data_files`` sources).
+"""
+import os
+
+from setuptools import find_packages, setup
+
+package_name = 'freeflyer_control'
+
+# Folders whose files are installed under share/<package>/, keeping the
+# sub-folder structure (config/robots/x.yaml -> share/<package>/config/robots/x.yaml).
+# Every file is installed, not only *.py / *.yaml / *.urdf / *.xacro / *.rviz, so a
+# mesh, an included xacro or a sub-folder added later cannot be silently left out;
+# folders that are empty or missing are fine.
+SHARE_DIRS = ('launch', 'config', 'urdf', 'rviz')
+
+
+def _is_installable(name):
+    """Skip hidden files, byte code and editor back-ups."""
+    return not (name.startswith('.') or name.endswith(('.pyc', '.pyo', '~')))
+
+
+def share_data_files(top):
+    """data_files entries for every file under ``top``, one per folder."""
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(
+            d for d in dirnames if d != '__pycache__' and not d.startswith('.'))
+        files = sorted(
+            os.path.join(dirpath, f) for f in filenames if _is_installable(f))
+        if files:
+            entries.append((os.path.join('share', package_name, dirpath), files))
+    return entries
+
+
+data_files = [
+    ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+    ('share/' + package_name, ['package.xml']),
+]
+for _top in SHARE_DIRS:
+    data_files += share_data_files(_top)
+
+setup(
+    name=package_name,
+    version='0.1.0',  # keep equal to package.xml and freeflyer_control.__version__
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=data_files,
+    # Only what ROS and PyPI both provide under these names. Not 'pin': ROS'
+    # pinocchio is no pip distribution called 'pin', and the console-script
+    # wrappers of older setuptools check install_requires at start-up, so it
+    # would break `ros2 run` under colcon. Get Pinocchio from ROS, or from PyPI
+    # with the 'pypi' extra.
+    install_requires=['setuptools', 'numpy', 'scipy', 'pyyaml', 'transforms3d'],
+    extras_require={
+        # PyPI builds of what a ROS install provides.
+        'pypi': ['pin>=3', 'matplotlib'],
+        'test': [
+            # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
+            'pytest>=7,<8.4',
+            'sympy',
+            'catkin_pkg',
+            'colcon-common-extensions',
+            'matplotlib',
+        ],
+    },
+    zip_safe=True,
+    python_requires='>=3.10',
+    maintainer='freeflyer_control maintainers',
+    maintainer_email='maintainers@freeflyer-control.dev',
+    description='Modelling, Generalized Jacobian and control of free-flying space robots in ROS 2',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'freeflyer = freeflyer_control.cli.main:main',
+        ],
+    },
+)
