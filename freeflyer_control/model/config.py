@@ -1,0 +1,223 @@
+"""Robot config: what a URDF cannot say about a free-flyer.
+
+A robot config is a small YAML file beside the URDF. It names the base type, the end-effector
+frames, which URDF joints are reaction wheels, and the thrusters (URDF has no element for them).
+Example (all vectors in the ``base_link`` frame, SI units)::
+
+    urdf: planar_4link.urdf          # relative to this file; optional when a URDF is given
+    base: planar                     # planar (x, y, yaw) or spatial (6-DOF)
+    end_effectors: [ee_link]
+    arms:                            # optional; default: one arm per end-effector
+      arm: [joint1, joint2, joint3, joint4]
+    reaction_wheels:
+      - joint: wheel_z_joint         # a revolute/continuous URDF joint on the base link
+        max_torque: 0.05             # N m, magnitude
+        max_speed: 600.0             # rad/s, magnitude
+    thrusters:
+      - name: t1
+        position: [0.2, 0.2, 0.0]    # m, point of application in base_link
+        direction: [-1.0, 0.0, 0.0]  # unit vector of the force the thruster exerts on the base
+        max_force: 0.15              # N; a thruster pushes in [0, max_force]
+
+This module only parses and checks the file on its own; checks against the URDF live in
+:mod:`freeflyer_control.model.loader`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import yaml
+
+from freeflyer_control.errors import ConfigError
+
+BASE_TYPES = ("planar", "spatial")
+
+
+@dataclass(frozen=True)
+class ReactionWheel:
+    """A momentum-exchange device: a URDF joint on the base driven by an internal torque.
+
+    Attributes:
+        joint: name of the revolute or continuous URDF joint that spins the wheel.
+        max_torque: torque limit about the wheel axis, N m (magnitude).
+        max_speed: wheel speed limit relative to the base, rad/s (magnitude).
+    """
+
+    joint: str
+    max_torque: float
+    max_speed: float
+
+
+@dataclass(frozen=True)
+class Thruster:
+    """A single-direction thruster fixed on the base.
+
+    Attributes:
+        name: unique name, used in messages and on the ``/thrusters/command`` array.
+        position: point of application in the base_link frame, m (3-vector).
+        direction: unit vector, base_link frame, of the force the thruster exerts on the base.
+        max_force: largest force, N; the thruster produces a force in [0, max_force].
+    """
+
+    name: str
+    position: np.ndarray
+    direction: np.ndarray
+    max_force: float
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """What a URDF cannot say about a free-flyer (see the module docstring for the YAML form).
+
+    Attributes:
+        base: ``"planar"`` (x, y, yaw on an air-bearing table) or ``"spatial"`` (6-DOF).
+        end_effectors: frame names (URDF links or joints) whose twist the GJM reports.
+        arms: arm name -> ordered arm joint names; empty means "derive from end-effectors".
+        reaction_wheels: the wheels, each a URDF joint on the base link.
+        thrusters: the base thrusters.
+        urdf: path of the URDF, if the config names one.
+        name: robot name (file stem of the config, or the URDF's robot name).
+    """
+
+    base: str
+    end_effectors: tuple[str, ...] = ()
+    arms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    reaction_wheels: tuple[ReactionWheel, ...] = ()
+    thrusters: tuple[Thruster, ...] = ()
+    urdf: Path | None = None
+    name: str = ""
+
+    @property
+    def wheel_joints(self) -> tuple[str, ...]:
+        return tuple(w.joint for w in self.reaction_wheels)
+
+
+def _require(mapping: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in mapping:
+        raise ConfigError(f"{where}: missing key '{key}'")
+    return mapping[key]
+
+
+def _positive(value: Any, where: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} must be a number, got {value!r}") from None
+    if not np.isfinite(x) or x <= 0.0:
+        raise ConfigError(f"{where} must be a finite positive number, got {value!r}")
+    return x
+
+
+def _vector3(value: Any, where: str) -> np.ndarray:
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} must be a list of 3 numbers, got {value!r}") from None
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ConfigError(f"{where} must be a list of 3 finite numbers, got {value!r}")
+    return v
+
+
+def _parse_wheel(entry: Any, index: int) -> ReactionWheel:
+    where = f"reaction_wheels[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a mapping with joint, max_torque, max_speed")
+    return ReactionWheel(
+        joint=str(_require(entry, "joint", where)),
+        max_torque=_positive(_require(entry, "max_torque", where), f"{where}.max_torque"),
+        max_speed=_positive(_require(entry, "max_speed", where), f"{where}.max_speed"),
+    )
+
+
+def _parse_thruster(entry: Any, index: int) -> Thruster:
+    where = f"thrusters[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a mapping with name, position, direction, max_force")
+    name = str(entry.get("name", f"thruster_{index}"))
+    where = f"thruster '{name}'"
+    direction = _vector3(_require(entry, "direction", where), f"{where}.direction")
+    norm = float(np.linalg.norm(direction))
+    if abs(norm - 1.0) > 1e-6:
+        raise ConfigError(
+            f"{where}.direction must be a unit vector (its norm is {norm:.6g}); "
+            "divide it by its norm"
+        )
+    return Thruster(
+        name=name,
+        position=_vector3(_require(entry, "position", where), f"{where}.position"),
+        direction=direction / norm,
+        max_force=_positive(_require(entry, "max_force", where), f"{where}.max_force"),
+    )
+
+
+def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -> RobotConfig:
+    """Build a :class:`RobotConfig` from already-parsed YAML.
+
+    Args:
+        data: the YAML mapping.
+        source: the file it came from; a relative ``urdf`` entry is resolved against its folder.
+
+    Raises:
+        ConfigError: naming the key at fault.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"robot config {source or ''} must be a YAML mapping")
+    known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"robot config {source or ''}: unknown key(s) {unknown}; known keys: {sorted(known)}"
+        )
+    base = str(_require(data, "base", "robot config"))
+    if base not in BASE_TYPES:
+        raise ConfigError(f"robot config: base must be one of {BASE_TYPES}, got '{base}'")
+
+    ees = data.get("end_effectors") or []
+    if isinstance(ees, str):
+        ees = [ees]
+    arms_raw = data.get("arms") or {}
+    if not isinstance(arms_raw, Mapping):
+        raise ConfigError("robot config: arms must map an arm name to a list of joint names")
+    arms = {str(k): tuple(str(j) for j in v) for k, v in arms_raw.items()}
+
+    wheels = tuple(_parse_wheel(e, i) for i, e in enumerate(data.get("reaction_wheels") or []))
+    thrusters = tuple(_parse_thruster(e, i) for i, e in enumerate(data.get("thrusters") or []))
+    names = [t.name for t in thrusters]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"robot config: thruster names must be unique; repeated: {dupes}")
+
+    urdf = data.get("urdf")
+    urdf_path = None
+    if urdf:
+        urdf_path = Path(urdf)
+        if source is not None and not urdf_path.is_absolute():
+            urdf_path = source.parent / urdf_path
+    name = str(data.get("name") or (source.stem if source is not None else ""))
+    return RobotConfig(
+        base=base,
+        end_effectors=tuple(str(e) for e in ees),
+        arms=arms,
+        reaction_wheels=wheels,
+        thrusters=thrusters,
+        urdf=urdf_path,
+        name=name,
+    )
+
+
+def load_robot_config(path: str | Path) -> RobotConfig:
+    """Read a robot config YAML file (see the module docstring for its form)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read robot config '{path}': {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"robot config '{path}' is not valid YAML: {exc}") from None
+    return parse_robot_config(data, source=path)
