@@ -1,0 +1,1 @@
+"""Layer 5: the ``freeflyer`` command line (no ROS)."""

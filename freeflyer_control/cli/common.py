@@ -1,0 +1,54 @@
+"""Options and parsing shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
+
+
+def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--robot", default=DEFAULT_ROBOT,
+        help=f"bundled robot name, robot config .yaml or .urdf path (default {DEFAULT_ROBOT})",
+    )
+    parser.add_argument(
+        "--base", choices=("planar", "spatial"),
+        help="floating base to add to a bare URDF (overrides the robot config)",
+    )
+    parser.add_argument(
+        "--ee", action="append", metavar="FRAME",
+        help="end-effector frame of a bare URDF (repeat for several arms)",
+    )
+
+
+def robot_from_args(args: argparse.Namespace) -> FreeFlyerModel:
+    return load_robot(args.robot, base=args.base, end_effectors=args.ee)
+
+
+def parse_joint_positions(ff: FreeFlyerModel, text: str | None) -> dict[str, float]:
+    """Joint angles from JSON: {"joint": rad, ...}, or a list for the arm joints (in
+    ``ff.arm_joint_names`` order) or for all joints (``ff.joint_names`` order)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--q is not valid JSON ({exc.msg}): {text!r}") from None
+    if isinstance(value, dict):
+        return {str(k): float(v) for k, v in value.items()}
+    if isinstance(value, (int, float)):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError("--q must be a JSON list of angles or an object {joint: angle}")
+    arr = np.asarray(value, dtype=float)
+    for names in (ff.arm_joint_names, ff.joint_names):
+        if arr.size == len(names):
+            return dict(zip(names, arr.tolist()))
+    raise ValueError(
+        f"--q has {arr.size} angles; give {len(ff.arm_joint_names)} (arm joints "
+        f"{list(ff.arm_joint_names)}) or {len(ff.joint_names)} (all joints), or an object"
+    )

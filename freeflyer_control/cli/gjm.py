@@ -1,0 +1,57 @@
+"""``freeflyer gjm``: print a mode's Generalized Jacobian at a joint configuration.
+
+The base is at the world origin with identity attitude and the system has zero momentum, so
+the GJM has no drift term. Rows: linear then angular velocity of the frame origin in world
+axes (planar: vx, vy, wz); columns: arm joints, then the mode's commanded base velocities.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions, robot_from_args
+from freeflyer_control.physics.gjm import generalized_jacobian
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.singularity import singularity_measures
+from freeflyer_control.physics.state import make_state
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gjm", help="Generalized Jacobian of a frame in a maneuvering mode")
+    add_robot_arguments(p)
+    p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
+    p.add_argument("--frame", help="frame (link) name; default: the first end-effector")
+    p.add_argument("--q", metavar="JSON", help='joint angles, rad: [0.1, 0.2, ...] or {"joint1": 0.1}')
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ff = robot_from_args(args)
+    frame = args.frame or (ff.end_effectors[0] if ff.end_effectors else None)
+    if frame is None:
+        raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))
+    G = generalized_jacobian(ff, ff.create_data(), state, Mode.parse(args.mode), frame)
+    if args.json:
+        print(json.dumps({
+            "mode": G.mode.value,
+            "frame": frame,
+            "joint_names": list(G.column_names),
+            "row_names": list(G.row_names),
+            "rows": int(G.matrix.shape[0]),
+            "cols": int(G.matrix.shape[1]),
+            "matrix": G.matrix.tolist(),
+        }))
+        return 0
+    print(f"GJM of '{frame}' in {G.mode.value} mode (robot {ff.name})")
+    print(" " * 6 + "".join(f"{c:>12}" for c in G.column_names))
+    for name, row in zip(G.row_names, G.matrix):
+        print(f"{name:>6}" + "".join(f"{x:12.6f}" for x in row))
+    m = singularity_measures(G.matrix)
+    print(f"sigma_min {m.sigma_min:.6g}  manipulability {m.manipulability:.6g}  "
+          f"condition {m.condition_number:.6g}  rank {m.rank}")
+    return 0

@@ -1,0 +1,1 @@
+"""Layer 2: free-flyer physics (no ROS): state, momentum, modes, GJM, reduced dynamics, plant."""

@@ -1,0 +1,192 @@
+"""Actuators: joint motors, reaction wheels, thrusters, an external base wrench.
+
+An :class:`Actuation` is what a controller (or a testbed) commands for one control period.
+:func:`generalized_forces` turns it, after saturation, into the generalized force vector of
+the floating-base dynamics. Also here: which modes a robot's actuators can support.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import nnls
+
+from freeflyer_control.errors import ModeError
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.modes import Mode, spec
+from freeflyer_control.physics.state import base_rotation
+
+
+@dataclass
+class Actuation:
+    """Commands for one control period (zero-order hold). Empty arrays mean "all zero".
+
+    Attributes:
+        arm_torques: arm joint torques (N m; N for prismatic), ``ff.arm_joint_names`` order.
+        wheel_torques: motor torque on each reaction wheel about its axis, N m, config order;
+            the base feels the opposite torque.
+        thruster_forces: each thruster's force, N, config order; saturated to [0, max_force].
+        base_wrench_world: extra wrench on the base about the base_link origin in world axes:
+            spatial [fx, fy, fz, mx, my, mz], planar [fx, fy, mz] (e.g. an ideal base
+            controller, or a disturbance).
+    """
+
+    arm_torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wheel_torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    thruster_forces: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    base_wrench_world: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
+    """B (nb x n_thrusters): base wrench in base_link axes, about the base_link origin, per
+    newton of each thruster. Spatial rows [f; m], planar rows [fx, fy, mz]."""
+    cols = []
+    for t in ff.thrusters:
+        moment = np.cross(t.position, t.direction)
+        if ff.base == "planar":
+            cols.append([t.direction[0], t.direction[1], moment[2]])
+        else:
+            cols.append(np.concatenate([t.direction, moment]))
+    return np.array(cols, dtype=float).T.reshape(ff.nb, len(ff.thrusters))
+
+
+def _sized(values: np.ndarray, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 0:
+        return np.zeros(n)
+    if arr.size != n:
+        raise ValueError(f"{what} must have {n} entries, got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} contains NaN or Inf: {arr.tolist()}")
+    return arr
+
+
+def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
+    """Clip every command to what the hardware can do.
+
+    Arm torques to the URDF effort limits, wheel torques to +-max_torque (and to zero where a
+    wheel at its speed limit would be pushed faster, if ``v`` is given), thrusters to
+    [0, max_force]. Raises ValueError for wrong sizes or non-finite values.
+    """
+    model = ff.model
+    arm = _sized(act.arm_torques, len(ff.arm_joint_names), "arm_torques")
+    effort = model.effortLimit[ff.arm_v_indices]
+    arm = np.clip(arm, -effort, effort)
+
+    wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
+    if wheels.size:
+        max_torque = np.array([w[0] for w in ff.wheel_limits])
+        wheels = np.clip(wheels, -max_torque, max_torque)
+        if v is not None:
+            max_speed = np.array([w[1] for w in ff.wheel_limits])
+            speed = v[ff.wheel_v_indices]
+            wheels = np.where((np.abs(speed) >= max_speed) & (wheels * speed > 0), 0.0, wheels)
+
+    thrust = _sized(act.thruster_forces, len(ff.thrusters), "thruster_forces")
+    if thrust.size:
+        thrust = np.clip(thrust, 0.0, np.array([t.max_force for t in ff.thrusters]))
+
+    wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
+    return Actuation(arm, wheels, thrust, wrench)
+
+
+def generalized_forces(
+    ff: FreeFlyerModel, q: np.ndarray, act: Actuation, v: np.ndarray | None = None
+) -> np.ndarray:
+    """Generalized forces (nv,) of the saturated actuation, ordered like Pinocchio's ``v``."""
+    act = saturate(ff, act, v)
+    tau = np.zeros(ff.model.nv)
+    tau[ff.arm_v_indices] = act.arm_torques
+    if act.wheel_torques.size:
+        tau[ff.wheel_v_indices] = act.wheel_torques
+    base = np.zeros(ff.nb)
+    if act.thruster_forces.size:
+        base += thruster_matrix(ff) @ act.thruster_forces
+    if np.any(act.base_wrench_world):
+        base += world_wrench_to_local(ff, q, act.base_wrench_world)
+    tau[: ff.nb] = base
+    return tau
+
+
+def world_wrench_to_local(ff: FreeFlyerModel, q: np.ndarray, wrench_world: np.ndarray) -> np.ndarray:
+    """Base wrench about the base_link origin: world axes -> base_link axes (nb,)."""
+    Rt = base_rotation(ff, q).T
+    w = np.asarray(wrench_world, dtype=float)
+    if ff.base == "planar":
+        f = Rt[:2, :2] @ w[:2]
+        return np.array([f[0], f[1], w[2]])
+    return np.concatenate([Rt @ w[:3], Rt @ w[3:]])
+
+
+# ---------------------------------------------------------------------------------------------
+# Which modes can this robot fly?
+
+
+def _cone_contains(B: np.ndarray, target: np.ndarray) -> bool:
+    """Is ``target`` a non-negative combination of B's columns (thrusters only push)?"""
+    if B.shape[1] == 0:
+        return False
+    _, residual = nnls(B, target)
+    return residual <= 1e-9 * max(1.0, np.linalg.norm(target))
+
+
+def _spans_with_pure(B: np.ndarray, rows: np.ndarray, zero_rows: np.ndarray) -> bool:
+    """Can the thrusters make +- every unit vector on ``rows`` with zero on ``zero_rows``?"""
+    sub = B[np.concatenate([rows, zero_rows])]
+    for i in range(rows.size):
+        for sign in (1.0, -1.0):
+            target = np.zeros(sub.shape[0])
+            target[i] = sign
+            if not _cone_contains(sub, target):
+                return False
+    return True
+
+
+def mode_support(ff: FreeFlyerModel, mode: Mode | str) -> str | None:
+    """Why ``ff`` cannot fly ``mode`` (a sentence), or None if its actuators suffice."""
+    s = spec(mode)
+    n_lin = 2 if ff.base == "planar" else 3
+    lin = np.arange(n_lin)
+    ang = np.arange(n_lin, ff.nb)
+    if s.needs_wheels:
+        axes = _wheel_axes(ff)
+        need = 1 if ff.base == "planar" else 3
+        if axes.shape[0] == 0 or np.linalg.matrix_rank(axes, tol=1e-6) < need:
+            return (f"{s.mode} needs reaction wheels about {'z' if need == 1 else 'three independent axes'}; "
+                    f"robot '{ff.name}' has {len(ff.wheel_joint_names)} wheel(s)")
+    if not (s.needs_thruster_torque or s.needs_thruster_force):
+        return None
+    B = thruster_matrix(ff)
+    if not ff.thrusters:
+        return f"{s.mode} needs thrusters; robot '{ff.name}' has none"
+    if s.needs_thruster_torque and s.needs_thruster_force:
+        ok, what = _spans_with_pure(B, np.arange(ff.nb), np.zeros(0, dtype=int)), "every base wrench"
+    elif s.needs_thruster_torque:
+        ok, what = _spans_with_pure(B, ang, lin), "pure torques (couples) about every axis"
+    else:
+        ok, what = _spans_with_pure(B, lin, ang), "pure forces along every axis"
+    if not ok:
+        return f"{s.mode} needs thrusters that can produce {what}; robot '{ff.name}''s cannot"
+    return None
+
+
+def require_mode(ff: FreeFlyerModel, mode: Mode | str) -> Mode:
+    """Return the parsed mode, or raise :class:`ModeError` saying what actuator is missing."""
+    mode = Mode.parse(mode)
+    reason = mode_support(ff, mode)
+    if reason:
+        raise ModeError(reason)
+    return mode
+
+
+def _wheel_axes(ff: FreeFlyerModel) -> np.ndarray:
+    """Wheel spin axes in base_link axes, one row per wheel."""
+    import pinocchio as pin
+
+    model = ff.model
+    data = model.createData()
+    q = pin.neutral(model)
+    pin.computeJointJacobians(model, data, q)
+    # At the neutral base pose world axes = base_link axes; a wheel's column is its axis.
+    return np.array([data.J[3:, i] for i in ff.wheel_v_indices]).reshape(-1, 3)

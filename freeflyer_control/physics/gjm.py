@@ -1,0 +1,174 @@
+"""The Generalized Jacobian Matrix (GJM) of any frame, or point on a link, in each mode.
+
+Write the twist of a point as t = J nu (J: Pinocchio frame Jacobian, world-aligned, over the
+full velocity nu = [v_base; qdot]). A mode splits the base coordinates into commanded (c) and
+free (f) ones (physics.modes). Its conserved momenta are the free rows of the base equations,
+M_f nu = h_f, so
+
+    v_f = M_ff^-1 (h_f - M_fc v_c - M_fj qdot)
+
+and the twist becomes
+
+    t = J*_j qdot + J*_c u_c + drift,    J* = J - J_f M_ff^-1 M_f:,
+    drift = J_f M_ff^-1 h_f + J*_w qdot_w
+
+with u_c the commanded base velocities in world axes and qdot_w the reaction-wheel rates (which
+are not GJM columns). With zero momentum and no wheel spin the drift is zero and J*_j is the
+GJM of Umetani & Yoshida / Wilde et al. (doc 001 eq. 110, J* = Jm - J0 H0^-1 H0m): the product
+J_f M_ff^-1 M_f: does not depend on the base velocity coordinates, so Pinocchio's local
+free-flyer coordinates give the papers' GJM.
+
+Rows: the point's linear then angular velocity in world axes, spatial (vx, vy, vz, wx, wy, wz),
+planar (vx, vy, wz).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.dynamics import mass_matrix
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.momentum import conserved_to_base_rows
+from freeflyer_control.physics.state import State, world_to_local_base_map
+
+SPATIAL_ROWS = ("vx", "vy", "vz", "wx", "wy", "wz")
+PLANAR_ROWS = ("vx", "vy", "wz")
+_PLANAR_ROW_INDEX = np.array([0, 1, 5])
+
+
+@dataclass(frozen=True)
+class GJM:
+    """A mode's generalized Jacobian at one state.
+
+    Attributes:
+        matrix: (rows, cols): the twist of the point per unit actuated velocity.
+        drift: (rows,): the twist with all actuated velocities zero (momentum, wheel spin).
+        mode: the maneuvering mode.
+        frame: the frame the point is attached to.
+        point: the point in that frame, m.
+        row_names: twist components, world axes.
+        column_names: arm joint names, then the commanded base velocities (world axes).
+    """
+
+    matrix: np.ndarray
+    drift: np.ndarray
+    mode: Mode
+    frame: str
+    point: np.ndarray
+    row_names: tuple[str, ...]
+    column_names: tuple[str, ...]
+
+    def twist(self, actuated: np.ndarray) -> np.ndarray:
+        """Predicted twist of the point for actuated velocities ordered like the columns."""
+        return self.matrix @ np.asarray(actuated, dtype=float) + self.drift
+
+    @property
+    def n_joint_columns(self) -> int:
+        return self.matrix.shape[1] - sum(n.startswith("base_") for n in self.column_names)
+
+
+def frame_jacobian(
+    ff: FreeFlyerModel,
+    data: pin.Data,
+    q: np.ndarray,
+    frame: str,
+    point: np.ndarray | None = None,
+) -> np.ndarray:
+    """Full Jacobian (6 x nv) of a point on ``frame``: twist [v_point; omega] in world axes.
+
+    Args:
+        point: the point's coordinates in ``frame``, m; None for the frame origin.
+    """
+    fid = ff.frame_id(frame)
+    J = pin.computeFrameJacobian(ff.model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)
+    if point is not None and np.any(point):
+        r = data.oMf[fid].rotation @ point  # frame origin -> point, world axes
+        # v_point = v_origin + omega x r = v_origin - [r]x omega
+        J[:3] -= pin.skew(r) @ J[3:]
+    return J
+
+
+def generalized_jacobian(
+    ff: FreeFlyerModel,
+    data: pin.Data,
+    state: State,
+    mode: Mode | str,
+    frame: str,
+    *,
+    point: np.ndarray | None = None,
+    conserved: np.ndarray | None = None,
+    M: np.ndarray | None = None,
+) -> GJM:
+    """GJM of a point on ``frame`` in ``mode`` at ``state``.
+
+    Args:
+        state: the current state (the free base velocities in it are not used, only the base
+            pose, the joint angles, the wheel rates and, by default, the momentum).
+        mode: maneuvering mode.
+        frame: URDF link (or joint) name.
+        point: point in ``frame`` coordinates, m (default: the frame origin).
+        conserved: the mode's conserved momentum, world axes, as returned by
+            :func:`~freeflyer_control.physics.momentum.conserved_momentum` (e.g. its value at
+            the start of a maneuver). Default: its value at ``state``.
+        M: the mass matrix at ``state.q`` if the caller already has it.
+    """
+    mode = Mode.parse(mode)
+    q, v = state.q, state.v
+    point_arr = np.zeros(3) if point is None else np.asarray(point, dtype=float)
+    J = frame_jacobian(ff, data, q, frame, point_arr)
+    if M is None:
+        M = mass_matrix(ff, data, q)
+    part = base_partition(ff.base, mode)
+    f, c = part.free, part.commanded
+
+    if f.size:
+        M_f = M[f]
+        if conserved is None:
+            h_f = M_f @ v
+        else:
+            h_f = conserved_to_base_rows(ff, data, q, mode, conserved)
+        # One factorisation for both the coupling and the momentum term.
+        sol = np.linalg.solve(M_f[:, f], np.column_stack([M_f, h_f]))
+        Jf = J[:, f]
+        Jstar = J - Jf @ sol[:, :-1]
+        drift = Jf @ sol[:, -1]
+    else:
+        Jstar = J
+        drift = np.zeros(6)
+
+    wheels = ff.wheel_v_indices
+    if wheels.size:
+        drift = drift + Jstar[:, wheels] @ v[wheels]
+    columns = [Jstar[:, ff.arm_v_indices]]
+    if c.size:
+        T = world_to_local_base_map(ff, q)  # v_local = T u_world, block diagonal
+        columns.append(Jstar[:, c] @ T[np.ix_(c, c)])
+    matrix = np.hstack(columns)
+    if ff.base == "planar":
+        matrix, drift, rows = matrix[_PLANAR_ROW_INDEX], drift[_PLANAR_ROW_INDEX], PLANAR_ROWS
+    else:
+        rows = SPATIAL_ROWS
+    return GJM(
+        matrix=matrix,
+        drift=drift,
+        mode=mode,
+        frame=frame,
+        point=point_arr,
+        row_names=rows,
+        column_names=tuple(ff.arm_joint_names) + part.names,
+    )
+
+
+def actuated_velocities(ff: FreeFlyerModel, state: State, mode: Mode | str) -> np.ndarray:
+    """The state's actuated velocities in GJM column order: arm joint rates, then the
+    commanded base velocities in world axes."""
+    part = base_partition(ff.base, Mode.parse(mode))
+    rates = state.v[ff.arm_v_indices]
+    if not part.commanded.size:
+        return rates
+    u_world = np.linalg.solve(world_to_local_base_map(ff, state.q), state.v[: ff.nb])
+    return np.concatenate([rates, u_world[part.commanded]])

@@ -1,0 +1,89 @@
+"""System centre of mass and momentum, and the conserved quantity of each mode.
+
+World-frame quantities (DESIGN.md §3): P is the total linear momentum, L_C the angular momentum
+about the system CoM, L_B the angular momentum about the base_link origin; all in world axes.
+Planar robots report the in-plane components: P = (Px, Py), L = Lz.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import State, base_position, base_rotation
+
+
+def system_com(ff: FreeFlyerModel, data: pin.Data, q: np.ndarray) -> np.ndarray:
+    """Position of the system centre of mass in world, m (3,)."""
+    return pin.centerOfMass(ff.model, data, q).copy()
+
+
+def centroidal_momentum(ff: FreeFlyerModel, data: pin.Data, state: State) -> np.ndarray:
+    """[P; L_C] (6,): total linear momentum (kg m/s) and angular momentum about the system
+    CoM (kg m^2/s), both in world axes. Also leaves the CoM in ``data.com[0]``."""
+    h = pin.computeCentroidalMomentum(ff.model, data, state.q, state.v)
+    return np.concatenate([h.linear, h.angular])
+
+
+def planar_components(ff: FreeFlyerModel, spatial: np.ndarray) -> np.ndarray:
+    """The in-plane part of a [linear; angular] 6-vector for a planar robot, else itself."""
+    return spatial[[0, 1, 5]] if ff.base == "planar" else spatial
+
+
+def base_point_angular_momentum(
+    ff: FreeFlyerModel, data: pin.Data, state: State
+) -> np.ndarray:
+    """L_B: angular momentum about the base_link origin, world axes (3,)."""
+    h = centroidal_momentum(ff, data, state)
+    lever = data.com[0] - base_position(ff, state.q)
+    return h[3:] + np.cross(lever, h[:3])
+
+
+def conserved_momentum(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode) -> np.ndarray:
+    """The value, in world axes, of what ``mode`` conserves (see physics.modes).
+
+    floating: [P; L_C]; rotation-floating / rotation-flying: P; translation-flying: L_B;
+    flying: empty. Planar robots: in-plane components only.
+    """
+    mode = Mode.parse(mode)
+    if mode is Mode.FLYING:
+        return np.zeros(0)
+    if mode is Mode.TRANSLATION_FLYING:
+        L_B = base_point_angular_momentum(ff, data, state)
+        return L_B[2:] if ff.base == "planar" else L_B
+    h = planar_components(ff, centroidal_momentum(ff, data, state))
+    if mode is Mode.FLOATING:
+        return h
+    return h[:2] if ff.base == "planar" else h[:3]
+
+
+def conserved_to_base_rows(
+    ff: FreeFlyerModel, data: pin.Data, q: np.ndarray, mode: Mode, value: np.ndarray
+) -> np.ndarray:
+    """Express a mode's conserved value (world) as the momentum rows of the base equations.
+
+    The first nb rows of M(q) v are the system momentum about the base_link origin in base_link
+    axes: [R^T P; R^T L_B] (planar: [R^T (Px, Py); L_Bz]). This returns the entries of that
+    vector on the mode's free base coordinates, given the world value from
+    :func:`conserved_momentum`, so that it can be held fixed while q changes.
+    """
+    mode = Mode.parse(mode)
+    value = np.asarray(value, dtype=float)
+    R = base_rotation(ff, q)
+    planar = ff.base == "planar"
+    if mode is Mode.FLYING:
+        return np.zeros(0)
+    if mode is Mode.TRANSLATION_FLYING:
+        return value.copy() if planar else R.T @ value
+    if mode is Mode.FLOATING:
+        P = np.array([value[0], value[1], 0.0]) if planar else value[:3]
+        L_C = np.array([0.0, 0.0, value[2]]) if planar else value[3:]
+        com = pin.centerOfMass(ff.model, data, q)
+        L_B = L_C + np.cross(com - base_position(ff, q), P)
+        lin = R.T @ P
+        return np.array([lin[0], lin[1], L_B[2]]) if planar else np.concatenate([lin, R.T @ L_B])
+    P = np.array([value[0], value[1], 0.0]) if planar else value
+    lin = R.T @ P
+    return lin[:2] if planar else lin

@@ -1,0 +1,107 @@
+"""Mode-reduced dynamics H* a_a + C* = tau_a over a mode's actuated coordinates.
+
+The actuated coordinates of a mode are its commanded base DOFs (world axes) followed by every
+joint (arm joints and wheels, in ``ff.joint_names`` order). No actuator acts on the free base
+coordinates f, so the floating-base equations M nu' + b = tau split into
+
+    M_ff nu_f' + M_fa nu_a' + b_f = 0
+    M_af nu_f' + M_aa nu_a' + b_a = tau_a
+
+and eliminating nu_f' gives
+
+    H* = M_aa - M_af M_ff^-1 M_fa        (the Schur complement over the free base DOFs)
+    C* = b_a  - M_af M_ff^-1 b_f
+
+This holds for any momentum (it is the dynamics, not the zero-momentum kinematics). In floating
+mode H* is the generalized inertia of Wilde et al. (doc 001 eq. 45) and of Papadopoulos.
+Commanded base coordinates are then changed from Pinocchio's base_link axes to world axes
+(u = T^-1 nu_c): H*_w = T' H* T, C*_w = T' (C* + H* T' u), tau_w = T' tau, so a controller works
+with base accelerations and wrenches in world axes (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.state import State, world_to_local_base_map
+
+
+@dataclass(frozen=True)
+class ReducedDynamics:
+    """H* a + C* = tau over the actuated coordinates of a mode.
+
+    Attributes:
+        H: (na, na) symmetric positive definite inertia.
+        C: (na,) velocity-dependent terms, N m (or N / N m for base coordinates).
+        coordinate_names: commanded base velocities (world axes) then joint names.
+        mode: the mode.
+    """
+
+    H: np.ndarray
+    C: np.ndarray
+    coordinate_names: tuple[str, ...]
+    mode: Mode
+
+    def accelerations(self, tau: np.ndarray) -> np.ndarray:
+        """Actuated accelerations under generalized forces ``tau`` (ordered like the coordinates)."""
+        return np.linalg.solve(self.H, np.asarray(tau, dtype=float) - self.C)
+
+
+def reduced_dynamics(
+    ff: FreeFlyerModel,
+    data: pin.Data,
+    state: State,
+    mode: Mode | str,
+    *,
+    M: np.ndarray | None = None,
+) -> ReducedDynamics:
+    """H* and C* of ``mode`` at ``state`` (see the module docstring)."""
+    mode = Mode.parse(mode)
+    q, v = state.q, state.v
+    nb = ff.nb
+    part = base_partition(ff.base, mode)
+    f, c = part.free, part.commanded
+    a = np.concatenate([c, np.arange(nb, ff.model.nv)])
+    if M is None:
+        M = mass_matrix(ff, data, q)
+    b = nonlinear_effects(ff, data, q, v)
+
+    M_aa = M[np.ix_(a, a)]
+    if f.size:
+        M_fa = M[np.ix_(f, a)]
+        sol = np.linalg.solve(M[np.ix_(f, f)], np.column_stack([M_fa, b[f]]))
+        H = M_aa - M_fa.T @ sol[:, :-1]
+        C = b[a] - M_fa.T @ sol[:, -1]
+    else:
+        H, C = M_aa, b[a]
+
+    nc = c.size
+    if nc:
+        # nu_c = T u (T rotates world -> base_link); nu_c' = T u' + T' u with T' u = -w_b x nu_c.
+        T = world_to_local_base_map(ff, q)[np.ix_(c, c)]
+        Tdot_u = np.zeros(a.size)
+        Tdot_u[:nc] = _minus_omega_cross(ff, v, c)
+        C = C + H @ Tdot_u
+        H = H.copy()
+        H[:nc, :] = T.T @ H[:nc, :]
+        H[:, :nc] = H[:, :nc] @ T
+        C[:nc] = T.T @ C[:nc]
+    H = 0.5 * (H + H.T)  # remove round-off asymmetry of the Schur complement
+    return ReducedDynamics(H, C, part.names + tuple(ff.joint_names), mode)
+
+
+def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """-omega_b x nu for the commanded base coordinates c (zero on the angular ones)."""
+    out = np.zeros(ff.nb)
+    if ff.base == "planar":
+        wz, vx, vy = v[2], v[0], v[1]
+        out[:2] = [wz * vy, -wz * vx]
+    else:
+        out[:3] = -np.cross(v[3:6], v[:3])
+    return out[c]

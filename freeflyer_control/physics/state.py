@@ -1,0 +1,228 @@
+"""The free-flyer state and the one place where its conventions are converted.
+
+Internally a state is Pinocchio's pair (q, v):
+
+* spatial base: q = [p_world (3), quaternion (x, y, z, w) (4), joints...],
+  v = [v_base_local (3), omega_base_local (3), joint rates...]
+* planar base: q = [x, y, cos(yaw), sin(yaw), joints...], v = [vx_local, vy_local, wz, ...]
+
+where "local" means expressed in the base_link frame (Pinocchio's free-flyer convention).
+The public convention of this package (DESIGN.md §3) is base linear velocity (of the base_link
+origin) and angular velocity both expressed in ``world``. Everything that crosses that boundary
+goes through the functions of this module.
+
+Continuous joints are stored by Pinocchio as (cos, sin); joint angles <-> q always go through
+``pin.integrate`` / ``pin.difference`` from the neutral configuration, never by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.model.loader import FreeFlyerModel
+
+
+@dataclass
+class State:
+    """Configuration and velocity in Pinocchio's convention (see the module docstring).
+
+    Attributes:
+        q: configuration, shape (model.nq,).
+        v: velocity, shape (model.nv,); base part in the base_link frame.
+    """
+
+    q: np.ndarray
+    v: np.ndarray
+
+    def copy(self) -> "State":
+        return State(self.q.copy(), self.v.copy())
+
+
+def base_rotation(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
+    """Rotation matrix world <- base_link (3x3) for configuration ``q``."""
+    if ff.base == "planar":
+        c, s = q[2], q[3]
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+
+
+def base_position(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
+    """Position of the base_link origin in world, m (3,); z = 0 for a planar base."""
+    if ff.base == "planar":
+        return np.array([q[0], q[1], 0.0])
+    return q[:3].copy()
+
+
+def base_quaternion_xyzw(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
+    """Base orientation as a unit quaternion in (x, y, z, w) order (ROS and Pinocchio order)."""
+    if ff.base == "planar":
+        yaw = np.arctan2(q[3], q[2])
+        return np.array([0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2)])
+    return q[3:7].copy()
+
+
+def base_yaw(ff: FreeFlyerModel, q: np.ndarray) -> float:
+    """Planar base heading, rad in (-pi, pi]."""
+    if ff.base != "planar":
+        raise ValueError("base_yaw is defined for a planar base; use base_quaternion_xyzw")
+    return float(np.arctan2(q[3], q[2]))
+
+
+def base_twist_world(ff: FreeFlyerModel, state: State) -> tuple[np.ndarray, np.ndarray]:
+    """Base velocity in world: (linear velocity of the base_link origin, angular velocity).
+
+    Returns two 3-vectors, m/s and rad/s, both expressed in world.
+    """
+    R = base_rotation(ff, state.q)
+    if ff.base == "planar":
+        lin = R @ np.array([state.v[0], state.v[1], 0.0])
+        return lin, np.array([0.0, 0.0, state.v[2]])
+    return R @ state.v[:3], R @ state.v[3:6]
+
+
+def base_velocity_local(
+    ff: FreeFlyerModel, q: np.ndarray, linear_world: np.ndarray, angular_world: np.ndarray
+) -> np.ndarray:
+    """Pinocchio base velocity coordinates (nb,) from a base twist expressed in world.
+
+    Args:
+        q: configuration (for the base attitude).
+        linear_world: velocity of the base_link origin, world frame, m/s (3,).
+        angular_world: base angular velocity, world frame, rad/s (3,).
+    """
+    Rt = base_rotation(ff, q).T
+    lin = Rt @ np.asarray(linear_world, dtype=float)
+    ang = Rt @ np.asarray(angular_world, dtype=float)
+    if ff.base == "planar":
+        return np.array([lin[0], lin[1], ang[2]])
+    return np.concatenate([lin, ang])
+
+
+def world_to_local_base_map(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
+    """Matrix T (nb x nb) with v_base_local = T @ u_world.
+
+    u_world is the base twist in world coordinates, ordered like the local one: spatial
+    (vx, vy, vz, wx, wy, wz), planar (vx, vy, wz).
+    """
+    R = base_rotation(ff, q)
+    if ff.base == "planar":
+        T = np.eye(3)
+        T[:2, :2] = R[:2, :2].T
+        return T
+    T = np.zeros((6, 6))
+    T[:3, :3] = R.T
+    T[3:, 3:] = R.T
+    return T
+
+
+def joint_positions(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
+    """Joint angles (rad) / positions (m) in ``ff.joint_names`` order; continuous joints wrap
+    to (-pi, pi]."""
+    model = ff.model
+    # difference() reads the (cos, sin) pairs the way Pinocchio itself defines them.
+    return pin.difference(model, pin.neutral(model), q)[ff.nb:]
+
+
+def make_state(
+    ff: FreeFlyerModel,
+    *,
+    base_position: Sequence[float] = (0.0, 0.0, 0.0),
+    base_orientation_xyzw: Sequence[float] | None = None,
+    base_yaw: float | None = None,
+    base_linear_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    base_angular_velocity: Sequence[float] = (0.0, 0.0, 0.0),
+    joint_positions: Mapping[str, float] | Sequence[float] | None = None,
+    joint_velocities: Mapping[str, float] | Sequence[float] | None = None,
+) -> State:
+    """Build a :class:`State` from public quantities.
+
+    Args:
+        base_position: base_link origin in world, m. Planar: z must be 0.
+        base_orientation_xyzw: unit quaternion (x, y, z, w), world <- base_link. Planar bases
+            may give ``base_yaw`` (rad) instead; a planar quaternion must be a pure yaw.
+        base_linear_velocity: velocity of the base_link origin, world frame, m/s.
+        base_angular_velocity: angular velocity of the base, world frame, rad/s.
+        joint_positions, joint_velocities: a mapping joint name -> value, or a sequence in
+            ``ff.joint_names`` order. Missing names default to 0.
+
+    Raises:
+        ValueError: wrong sizes, unknown joint names, a non-unit quaternion, or motion out of
+            the plane for a planar base.
+    """
+    model = ff.model
+    nj = ff.nj
+    qj = _joint_vector(ff, joint_positions, "joint_positions")
+    vj = _joint_vector(ff, joint_velocities, "joint_velocities")
+
+    pos = np.asarray(base_position, dtype=float)
+    if pos.shape != (3,):
+        raise ValueError(f"base_position must have 3 entries, got {pos.shape}")
+
+    if ff.base == "planar":
+        if base_orientation_xyzw is not None:
+            if base_yaw is not None:
+                raise ValueError("give base_yaw or base_orientation_xyzw, not both")
+            quat = _unit_quaternion(base_orientation_xyzw)
+            if np.linalg.norm(quat[:2]) > 1e-9:
+                raise ValueError(f"a planar base can only yaw; quaternion {quat.tolist()} tilts it")
+            base_yaw = 2.0 * np.arctan2(quat[2], quat[3])
+        yaw = float(base_yaw or 0.0)
+        if abs(pos[2]) > 0.0:
+            raise ValueError("a planar base stays at z = 0; base_position[2] must be 0")
+        base_q = np.array([pos[0], pos[1], np.cos(yaw), np.sin(yaw)])
+    else:
+        if base_yaw is not None:
+            raise ValueError("base_yaw is for a planar base; give base_orientation_xyzw")
+        quat = _unit_quaternion(base_orientation_xyzw if base_orientation_xyzw is not None
+                                else (0.0, 0.0, 0.0, 1.0))
+        base_q = np.concatenate([pos, quat])
+
+    # Joint angles -> q through Pinocchio's own exponential map (handles continuous joints).
+    dq = np.zeros(model.nv)
+    dq[ff.nb:] = qj
+    q = pin.integrate(model, pin.neutral(model), dq)
+    q[: base_q.size] = base_q
+
+    v = np.zeros(model.nv)
+    v[: ff.nb] = base_velocity_local(ff, q, base_linear_velocity, base_angular_velocity)
+    lin_w = np.asarray(base_linear_velocity, dtype=float)
+    ang_w = np.asarray(base_angular_velocity, dtype=float)
+    if ff.base == "planar" and (abs(lin_w[2]) > 0 or np.linalg.norm(ang_w[:2]) > 0):
+        raise ValueError("a planar base moves in x, y and yaws about z only")
+    v[ff.nb:] = vj
+    assert v.size == ff.nb + nj
+    return State(q, v)
+
+
+def _unit_quaternion(xyzw: Sequence[float]) -> np.ndarray:
+    quat = np.asarray(xyzw, dtype=float)
+    if quat.shape != (4,) or not np.all(np.isfinite(quat)):
+        raise ValueError(f"a quaternion has 4 finite entries (x, y, z, w); got {xyzw!r}")
+    norm = np.linalg.norm(quat)
+    if abs(norm - 1.0) > 1e-6:
+        raise ValueError(f"quaternion (x, y, z, w) {quat.tolist()} is not unit (norm {norm:.6g})")
+    return quat / norm
+
+
+def _joint_vector(ff: FreeFlyerModel, values, what: str) -> np.ndarray:
+    out = np.zeros(ff.nj)
+    if values is None:
+        return out
+    if isinstance(values, Mapping):
+        index = {n: i for i, n in enumerate(ff.joint_names)}
+        for name, value in values.items():
+            if name not in index:
+                raise ValueError(f"{what}: unknown joint '{name}'; joints: {list(ff.joint_names)}")
+            out[index[name]] = float(value)
+        return out
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (ff.nj,):
+        raise ValueError(
+            f"{what} must have {ff.nj} entries, one per joint {list(ff.joint_names)}; "
+            f"got shape {arr.shape}"
+        )
+    return arr.copy()
