@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -94,15 +95,34 @@ class FreeFlyerModel:
     def _unknown_joint(self, name: str) -> str:
         return f"unknown joint '{name}' in robot '{self.name}'; joints: {list(self.joint_names)}"
 
-    @property
+    # The models are not mutated after loading, so index maps and limits are computed once:
+    # they sit on every control tick and plant step.
+    @cached_property
     def arm_v_indices(self) -> np.ndarray:
         """Indices of the arm joints in the full velocity vector."""
         return np.array([self.joint_v_index(n) for n in self.arm_joint_names], dtype=int)
 
-    @property
+    @cached_property
     def wheel_v_indices(self) -> np.ndarray:
         """Indices of the wheel joints in the full velocity vector (config order)."""
         return np.array([self.joint_v_index(n) for n in self.wheel_joint_names], dtype=int)
+
+    @cached_property
+    def arm_effort_limits(self) -> np.ndarray:
+        """URDF effort limits of the arm joints, N m (N for prismatic)."""
+        return self.model.effortLimit[self.arm_v_indices].copy()
+
+    @cached_property
+    def wheel_max_torques(self) -> np.ndarray:
+        return np.array([w[0] for w in self.wheel_limits], dtype=float)
+
+    @cached_property
+    def wheel_max_speeds(self) -> np.ndarray:
+        return np.array([w[1] for w in self.wheel_limits], dtype=float)
+
+    @cached_property
+    def thruster_max_forces(self) -> np.ndarray:
+        return np.array([t.max_force for t in self.thrusters], dtype=float)
 
     def frame_id(self, frame: str) -> int:
         """Pinocchio frame id of ``frame`` (a link or joint name), with a helpful error."""
@@ -326,5 +346,5 @@ def scaled_base(ff: FreeFlyerModel, factor: float) -> FreeFlyerModel:
     model = ff.model.copy()
     inertia = model.inertias[1]
     model.inertias[1] = pin.Inertia(inertia.mass * factor, inertia.lever, inertia.inertia * factor)
-    copy = FreeFlyerModel(**{**ff.__dict__, "model": model})
-    return copy
+    fields = {name: getattr(ff, name) for name in ff.__dataclass_fields__}
+    return FreeFlyerModel(**{**fields, "model": model})

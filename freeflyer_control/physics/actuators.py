@@ -40,7 +40,20 @@ class Actuation:
 
 def thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
     """B (nb x n_thrusters): base wrench in base_link axes, about the base_link origin, per
-    newton of each thruster. Spatial rows [f; m], planar rows [fx, fy, mz]."""
+    newton of each thruster. Spatial rows [f; m], planar rows [fx, fy, mz]. Read-only."""
+    cached = _THRUSTER_MATRICES.get(id(ff))
+    if cached is not None and cached[0] is ff:
+        return cached[1]
+    B = _thruster_matrix(ff)
+    B.setflags(write=False)
+    _THRUSTER_MATRICES[id(ff)] = (ff, B)
+    return B
+
+
+_THRUSTER_MATRICES: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
+
+
+def _thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
     cols = []
     for t in ff.thrusters:
         moment = np.cross(t.position, t.direction)
@@ -57,9 +70,13 @@ def _sized(values: np.ndarray, n: int, what: str) -> np.ndarray:
         return np.zeros(n)
     if arr.size != n:
         raise ValueError(f"{what} must have {n} entries, got {arr.size}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{what} contains NaN or Inf: {arr.tolist()}")
     return arr
+
+
+def _clip(x: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float) -> np.ndarray:
+    return np.minimum(np.maximum(x, lo), hi)  # np.clip's dispatch costs more on tiny arrays
 
 
 def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
@@ -69,23 +86,20 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
     wheel at its speed limit would be pushed faster, if ``v`` is given), thrusters to
     [0, max_force]. Raises ValueError for wrong sizes or non-finite values.
     """
-    model = ff.model
-    arm = _sized(act.arm_torques, len(ff.arm_joint_names), "arm_torques")
-    effort = model.effortLimit[ff.arm_v_indices]
-    arm = np.clip(arm, -effort, effort)
+    effort = ff.arm_effort_limits
+    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), -effort, effort)
 
     wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
     if wheels.size:
-        max_torque = np.array([w[0] for w in ff.wheel_limits])
-        wheels = np.clip(wheels, -max_torque, max_torque)
+        wheels = _clip(wheels, -ff.wheel_max_torques, ff.wheel_max_torques)
         if v is not None:
-            max_speed = np.array([w[1] for w in ff.wheel_limits])
             speed = v[ff.wheel_v_indices]
-            wheels = np.where((np.abs(speed) >= max_speed) & (wheels * speed > 0), 0.0, wheels)
+            pushing_past = (np.abs(speed) >= ff.wheel_max_speeds) & (wheels * speed > 0)
+            wheels = np.where(pushing_past, 0.0, wheels)
 
     thrust = _sized(act.thruster_forces, len(ff.thrusters), "thruster_forces")
     if thrust.size:
-        thrust = np.clip(thrust, 0.0, np.array([t.max_force for t in ff.thrusters]))
+        thrust = _clip(thrust, 0.0, ff.thruster_max_forces)
 
     wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
     return Actuation(arm, wheels, thrust, wrench)
@@ -100,12 +114,10 @@ def generalized_forces(
     tau[ff.arm_v_indices] = act.arm_torques
     if act.wheel_torques.size:
         tau[ff.wheel_v_indices] = act.wheel_torques
-    base = np.zeros(ff.nb)
-    if act.thruster_forces.size:
-        base += thruster_matrix(ff) @ act.thruster_forces
-    if np.any(act.base_wrench_world):
-        base += world_wrench_to_local(ff, q, act.base_wrench_world)
-    tau[: ff.nb] = base
+    if act.thruster_forces.any():
+        tau[: ff.nb] += thruster_matrix(ff) @ act.thruster_forces
+    if act.base_wrench_world.any():
+        tau[: ff.nb] += world_wrench_to_local(ff, q, act.base_wrench_world)
     return tau
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import solve
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import conserved_to_base_rows
@@ -132,7 +133,7 @@ def generalized_jacobian(
         else:
             h_f = conserved_to_base_rows(ff, data, q, mode, conserved)
         # One factorisation for both the coupling and the momentum term.
-        sol = np.linalg.solve(M_f[:, f], np.column_stack([M_f, h_f]))
+        sol = solve(M_f[:, f], np.column_stack([M_f, h_f]))
         Jf = J[:, f]
         Jstar = J - Jf @ sol[:, :-1]
         drift = Jf @ sol[:, -1]
@@ -170,5 +171,5 @@ def actuated_velocities(ff: FreeFlyerModel, state: State, mode: Mode | str) -> n
     rates = state.v[ff.arm_v_indices]
     if not part.commanded.size:
         return rates
-    u_world = np.linalg.solve(world_to_local_base_map(ff, state.q), state.v[: ff.nb])
+    u_world = world_to_local_base_map(ff, state.q).T @ state.v[: ff.nb]  # T is a rotation
     return np.concatenate([rates, u_world[part.commanded]])

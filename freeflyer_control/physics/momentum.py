@@ -11,6 +11,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, base_position, base_rotation
 
@@ -38,7 +39,7 @@ def base_point_angular_momentum(
     """L_B: angular momentum about the base_link origin, world axes (3,)."""
     h = centroidal_momentum(ff, data, state)
     lever = data.com[0] - base_position(ff, state.q)
-    return h[3:] + np.cross(lever, h[:3])
+    return h[3:] + cross3(lever, h[:3])
 
 
 def conserved_momentum(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode) -> np.ndarray:
@@ -81,9 +82,43 @@ def conserved_to_base_rows(
         P = np.array([value[0], value[1], 0.0]) if planar else value[:3]
         L_C = np.array([0.0, 0.0, value[2]]) if planar else value[3:]
         com = pin.centerOfMass(ff.model, data, q)
-        L_B = L_C + np.cross(com - base_position(ff, q), P)
+        L_B = L_C + cross3(com - base_position(ff, q), P)
         lin = R.T @ P
         return np.array([lin[0], lin[1], L_B[2]]) if planar else np.concatenate([lin, R.T @ L_B])
     P = np.array([value[0], value[1], 0.0]) if planar else value
     lin = R.T @ P
     return lin[:2] if planar else lin
+
+
+def world_momentum(ff: FreeFlyerModel, data: pin.Data, state: State) -> np.ndarray:
+    """Momentum about the world origin, world axes, as the plant integrates it (nb,):
+    spatial [P; L_O], planar [Px, Py, L_Oz]. Constant without external forces."""
+    h = centroidal_momentum(ff, data, state)
+    L_O = h[3:] + cross3(data.com[0], h[:3])
+    return planar_components(ff, np.concatenate([h[:3], L_O]))
+
+
+def world_momentum_to_base_rows(ff: FreeFlyerModel, q: np.ndarray, h_world: np.ndarray) -> np.ndarray:
+    """[R^T P; R^T L_B] (planar [R^T P_xy; L_Bz]): the momentum rows M[:nb] v of the base
+    equations, from the momentum about the world origin (see :func:`world_momentum`)."""
+    R = base_rotation(ff, q)
+    r_B = base_position(ff, q)
+    if ff.base == "planar":
+        P = np.array([h_world[0], h_world[1], 0.0])
+        L_Bz = h_world[2] - cross3(r_B, P)[2]
+        lin = R.T @ P
+        return np.array([lin[0], lin[1], L_Bz])
+    P, L_O = h_world[:3], h_world[3:]
+    return np.concatenate([R.T @ P, R.T @ (L_O - cross3(r_B, P))])
+
+
+def base_wrench_about_world_origin(ff: FreeFlyerModel, q: np.ndarray, tau_base: np.ndarray) -> np.ndarray:
+    """d/dt of :func:`world_momentum`: the base generalized force (base_link axes, about the
+    base_link origin) as a wrench about the world origin in world axes (nb,)."""
+    R = base_rotation(ff, q)
+    r_B = base_position(ff, q)
+    if ff.base == "planar":
+        F = R @ np.array([tau_base[0], tau_base[1], 0.0])
+        return np.array([F[0], F[1], tau_base[2] + cross3(r_B, F)[2]])
+    F = R @ tau_base[:3]
+    return np.concatenate([F, R @ tau_base[3:] + cross3(r_B, F)])

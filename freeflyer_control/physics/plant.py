@@ -12,6 +12,14 @@ body-frame velocities (the truncation keeps order 4). Only the base joint has a 
 bracket; the joints are abelian. Quaternions are never normalised by hand: they only ever
 come out of the exponential map.
 
+Momentum projection. The total momentum about the world origin, h = [P; L_O], obeys
+h' = (external wrench), whatever the joints do. The plant integrates h alongside (q, v) with
+the same RK4 weights (exactly, when no external wrench acts) and, after each step, re-solves
+the base velocity from it: v_b = M_bb^-1 (h_b(q) - M_bj qdot). This is the standard projection
+method for an invariant (Hairer, Lubich & Wanner, Geometric Numerical Integration, IV.4): the
+correction is of the size of the RK4 local error, so the order stays 4, and in floating mode
+P and L stay at their initial values to round-off instead of drifting by O(dt^4) per second.
+
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
 """
 
@@ -24,8 +32,14 @@ import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
+from freeflyer_control.physics.linalg import solve_spd_upper
 from freeflyer_control.physics.dynamics import forward_dynamics, kinetic_energy
-from freeflyer_control.physics.momentum import centroidal_momentum
+from freeflyer_control.physics.momentum import (
+    base_wrench_about_world_origin,
+    centroidal_momentum,
+    world_momentum,
+    world_momentum_to_base_rows,
+)
 from freeflyer_control.physics.state import State
 
 
@@ -42,8 +56,7 @@ def base_bracket(base: str, xi: np.ndarray, eta: np.ndarray) -> np.ndarray:
             w1 * eta[0] - w2 * xi[0],
             0.0,
         ])
-    v1, w1, v2, w2 = xi[:3], xi[3:], eta[:3], eta[3:]
-    return np.concatenate([np.cross(w1, v2) + np.cross(v1, w2), np.cross(w1, w2)])
+    return pin.Motion(xi).cross(pin.Motion(eta)).vector  # Pinocchio's se(3) bracket
 
 
 def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -87,10 +100,20 @@ class Plant:
             raise ValueError(f"dt must be a positive number of seconds, got {dt}")
         self.ff = ff
         self.data = ff.create_data()
-        self.state = state.copy()
         self.dt = float(dt)
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
+        self.state = state
+
+    @property
+    def state(self) -> State:
+        """The current state. Assigning one (a reset) also resets the integrated momentum."""
+        return self._state
+
+    @state.setter
+    def state(self, state: State) -> None:
+        self._state = state.copy()
+        self.momentum_world = world_momentum(self.ff, self.data, self._state)
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
         return forward_dynamics(self.ff, self.data, q, v, tau)
@@ -109,23 +132,39 @@ class Plant:
         th = 0.5 * h * k1t
         v2 = v0 + 0.5 * h * k1v
         k2t = dexp_inv(base, nb, th, v2)
-        k2v = self.acceleration(pin.integrate(model, q0, th), v2, tau)
+        q2 = pin.integrate(model, q0, th)
+        k2v = self.acceleration(q2, v2, tau)
         th = 0.5 * h * k2t
         v3 = v0 + 0.5 * h * k2v
         k3t = dexp_inv(base, nb, th, v3)
-        k3v = self.acceleration(pin.integrate(model, q0, th), v3, tau)
+        q3 = pin.integrate(model, q0, th)
+        k3v = self.acceleration(q3, v3, tau)
         th = h * k3t
         v4 = v0 + h * k3v
         k4t = dexp_inv(base, nb, th, v4)
-        k4v = self.acceleration(pin.integrate(model, q0, th), v4, tau)
+        q4 = pin.integrate(model, q0, th)
+        k4v = self.acceleration(q4, v4, tau)
 
         theta = (h / 6.0) * (k1t + 2.0 * k2t + 2.0 * k3t + k4t)
         q_new = pin.integrate(model, q0, theta)
         v_new = v0 + (h / 6.0) * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+
+        tau_b = tau[:nb]
+        if np.any(tau_b):
+            # h' = wrench about the world origin, evaluated at the same stages (base pose only).
+            w1 = base_wrench_about_world_origin(ff, q0, tau_b)
+            w2 = base_wrench_about_world_origin(ff, q2, tau_b)
+            w3 = base_wrench_about_world_origin(ff, q3, tau_b)
+            w4 = base_wrench_about_world_origin(ff, q4, tau_b)
+            self.momentum_world = self.momentum_world + (h / 6.0) * (w1 + 2 * w2 + 2 * w3 + w4)
+        M = pin.crba(model, self.data, q_new)  # upper triangle; the base rows are complete
+        rows = world_momentum_to_base_rows(ff, q_new, self.momentum_world)
+        v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows - M[:nb, nb:] @ v_new[nb:])
+
         self.last_acceleration = k1v
-        self.state = State(q_new, v_new)
+        self._state = State(q_new, v_new)
         self.t += h
-        return self.state
+        return self._state
 
     def run(self, duration: float, actuation: Actuation | None = None) -> State:
         """Integrate for ``duration`` seconds (rounded to whole steps) under constant commands."""

@@ -27,6 +27,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import cross3, solve
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, world_to_local_base_map
@@ -50,7 +51,7 @@ class ReducedDynamics:
 
     def accelerations(self, tau: np.ndarray) -> np.ndarray:
         """Actuated accelerations under generalized forces ``tau`` (ordered like the coordinates)."""
-        return np.linalg.solve(self.H, np.asarray(tau, dtype=float) - self.C)
+        return solve(self.H, np.asarray(tau, dtype=float) - self.C)
 
 
 def reduced_dynamics(
@@ -75,7 +76,7 @@ def reduced_dynamics(
     M_aa = M[np.ix_(a, a)]
     if f.size:
         M_fa = M[np.ix_(f, a)]
-        sol = np.linalg.solve(M[np.ix_(f, f)], np.column_stack([M_fa, b[f]]))
+        sol = solve(M[np.ix_(f, f)], np.column_stack([M_fa, b[f]]))
         H = M_aa - M_fa.T @ sol[:, :-1]
         C = b[a] - M_fa.T @ sol[:, -1]
     else:
@@ -103,5 +104,5 @@ def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: np.ndarray) -> np.n
         wz, vx, vy = v[2], v[0], v[1]
         out[:2] = [wz * vy, -wz * vx]
     else:
-        out[:3] = -np.cross(v[3:6], v[:3])
+        out[:3] = -cross3(v[3:6], v[:3])
     return out[c]

@@ -1,0 +1,70 @@
+"""Shared fixtures: the bundled robots and random states that exercise every term."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from freeflyer_control.model import FreeFlyerModel, load_robot
+from freeflyer_control.physics.state import State, make_state
+
+BUNDLED_ROBOTS = ("planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof")
+
+
+@functools.lru_cache(maxsize=None)
+def robot(name: str) -> FreeFlyerModel:
+    """A bundled robot, loaded once per test session (models are not mutated by tests)."""
+    return load_robot(name)
+
+
+@pytest.fixture(params=BUNDLED_ROBOTS)
+def bundled(request) -> FreeFlyerModel:
+    return robot(request.param)
+
+
+def random_unit_quaternion_xyzw(rng: np.random.Generator) -> np.ndarray:
+    quat = rng.normal(size=4)
+    return quat / np.linalg.norm(quat)
+
+
+def random_state(
+    ff: FreeFlyerModel,
+    rng: np.random.Generator,
+    *,
+    joint_range: float = 1.2,
+    joint_rate: float = 0.5,
+    base_speed: float = 0.1,
+    base_rate: float = 0.2,
+) -> State:
+    """A random state: base anywhere with any attitude, joints within +-joint_range rad,
+    all velocities non-zero (so the momentum is non-zero unless the caller zeroes it)."""
+    if ff.base == "planar":
+        pose = dict(base_position=(*rng.uniform(-1, 1, 2), 0.0), base_yaw=rng.uniform(-np.pi, np.pi))
+        lin = (*rng.uniform(-base_speed, base_speed, 2), 0.0)
+        ang = (0.0, 0.0, rng.uniform(-base_rate, base_rate))
+    else:
+        pose = dict(base_position=rng.uniform(-1, 1, 3),
+                    base_orientation_xyzw=random_unit_quaternion_xyzw(rng))
+        lin = rng.uniform(-base_speed, base_speed, 3)
+        ang = rng.uniform(-base_rate, base_rate, 3)
+    return make_state(
+        ff,
+        **pose,
+        base_linear_velocity=lin,
+        base_angular_velocity=ang,
+        joint_positions=rng.uniform(-joint_range, joint_range, ff.nj),
+        joint_velocities=rng.uniform(-joint_rate, joint_rate, ff.nj),
+    )
+
+
+def zero_momentum(ff: FreeFlyerModel, state: State) -> State:
+    """The same configuration and joint rates with the base velocity that makes P = L = 0."""
+    from freeflyer_control.physics.dynamics import mass_matrix
+
+    M = mass_matrix(ff, ff.create_data(), state.q)
+    nb = ff.nb
+    v = state.v.copy()
+    v[:nb] = -np.linalg.solve(M[:nb, :nb], M[:nb, nb:] @ v[nb:])
+    return State(state.q.copy(), v)
