@@ -39,12 +39,12 @@ def parse_joint_positions(ff: FreeFlyerModel, text: str | None) -> dict[str, flo
     except json.JSONDecodeError as exc:
         raise ValueError(f"--q is not valid JSON ({exc.msg}): {text!r}") from None
     if isinstance(value, dict):
-        return {str(k): float(v) for k, v in value.items()}
-    if isinstance(value, (int, float)):
+        return {str(k): _angle(v, f"--q[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list):
         raise ValueError("--q must be a JSON list of angles or an object {joint: angle}")
-    arr = np.asarray(value, dtype=float)
+    arr = np.array([_angle(v, f"--q[{i}]") for i, v in enumerate(value)], dtype=float)
     for names in (ff.arm_joint_names, ff.joint_names):
         if arr.size == len(names):
             return dict(zip(names, arr.tolist()))
@@ -52,3 +52,13 @@ def parse_joint_positions(ff: FreeFlyerModel, text: str | None) -> dict[str, flo
         f"--q has {arr.size} angles; give {len(ff.arm_joint_names)} (arm joints "
         f"{list(ff.arm_joint_names)}) or {len(ff.joint_names)} (all joints), or an object"
     )
+
+
+def _angle(value: object, what: str) -> float:
+    """One joint angle from JSON: a finite number (json accepts NaN and Infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number (rad), got {value!r}")
+    x = float(value)
+    if not np.isfinite(x):
+        raise ValueError(f"{what} must be a finite number (rad), got {value!r}")
+    return x

@@ -141,6 +141,11 @@ def _parse_thruster(entry: Any, index: int) -> Thruster:
     where = f"thruster '{name}'"
     direction = _vector3(_require(entry, "direction", where), f"{where}.direction")
     norm = float(np.linalg.norm(direction))
+    if norm == 0.0:
+        raise ConfigError(
+            f"{where}.direction is the zero vector; give the unit vector, in base_link axes, of "
+            "the force the thruster exerts on the base"
+        )
     if abs(norm - 1.0) > 1e-6:
         raise ConfigError(
             f"{where}.direction must be a unit vector (its norm is {norm:.6g}); "
@@ -164,32 +169,44 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     Raises:
         ConfigError: naming the key at fault.
     """
+    where = f"robot config '{source}'" if source is not None else "robot config"
     if not isinstance(data, Mapping):
-        raise ConfigError(f"robot config {source or ''} must be a YAML mapping")
+        raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
     known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name"}
     unknown = sorted(set(data) - known)
     if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+    if "base" not in data:
         raise ConfigError(
-            f"robot config {source or ''}: unknown key(s) {unknown}; known keys: {sorted(known)}"
+            f"{where}: missing key 'base'; add 'base: planar' (air-bearing table: x, y, yaw) "
+            "or 'base: spatial' (6-DOF)"
         )
-    base = str(_require(data, "base", "robot config"))
+    base = str(data["base"])
     if base not in BASE_TYPES:
-        raise ConfigError(f"robot config: base must be one of {BASE_TYPES}, got '{base}'")
+        raise ConfigError(f"{where}: base must be one of {BASE_TYPES}, got '{base}'")
 
     ees = data.get("end_effectors") or []
     if isinstance(ees, str):
         ees = [ees]
     arms_raw = data.get("arms") or {}
     if not isinstance(arms_raw, Mapping):
-        raise ConfigError("robot config: arms must map an arm name to a list of joint names")
-    arms = {str(k): tuple(str(j) for j in v) for k, v in arms_raw.items()}
+        raise ConfigError(f"{where}: arms must map an arm name to a list of joint names")
+    arms = {}
+    for k, v in arms_raw.items():
+        # A bare string would otherwise be split into one-letter "joints".
+        if not isinstance(v, (list, tuple)) or not v:
+            raise ConfigError(
+                f"{where}: arm '{k}' must be a non-empty list of joint names, got {v!r}; "
+                f"write e.g. '{k}: [joint1, joint2]'"
+            )
+        arms[str(k)] = tuple(str(j) for j in v)
 
     wheels = tuple(_parse_wheel(e, i) for i, e in enumerate(data.get("reaction_wheels") or []))
     thrusters = tuple(_parse_thruster(e, i) for i, e in enumerate(data.get("thrusters") or []))
     names = [t.name for t in thrusters]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ConfigError(f"robot config: thruster names must be unique; repeated: {dupes}")
+        raise ConfigError(f"{where}: thruster names must be unique; repeated: {dupes}")
 
     urdf = data.get("urdf")
     urdf_path = None
