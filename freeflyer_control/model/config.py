@@ -9,6 +9,7 @@ Example (all vectors in the ``base_link`` frame, SI units)::
     end_effectors: [ee_link]
     arms:                            # optional; default: one arm per end-effector
       arm: [joint1, joint2, joint3, joint4]
+    ready_pose: {joint2: 0.6, joint3: 0.6}   # optional working pose, rad
     reaction_wheels:
       - joint: wheel_z_joint         # a revolute/continuous URDF joint on the base link
         max_torque: 0.05             # N m, magnitude
@@ -81,6 +82,8 @@ class RobotConfig:
         thrusters: the base thrusters.
         urdf: path of the URDF, if the config names one.
         name: robot name (file stem of the config, or the URDF's robot name).
+        ready_pose: joint name -> angle (rad) of a well-conditioned working pose, away from
+            singularities (the start of end-effector maneuvers); missing joints are 0.
     """
 
     base: str
@@ -90,6 +93,7 @@ class RobotConfig:
     thrusters: tuple[Thruster, ...] = ()
     urdf: Path | None = None
     name: str = ""
+    ready_pose: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def wheel_joints(self) -> tuple[str, ...]:
@@ -172,7 +176,8 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     where = f"robot config '{source}'" if source is not None else "robot config"
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
-    known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name"}
+    known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
+             "ready_pose"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
@@ -208,6 +213,16 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     if dupes:
         raise ConfigError(f"{where}: thruster names must be unique; repeated: {dupes}")
 
+    ready_raw = data.get("ready_pose") or {}
+    if not isinstance(ready_raw, Mapping):
+        raise ConfigError(f"{where}: ready_pose must map joint names to angles (rad)")
+    ready = {}
+    for joint, angle in ready_raw.items():
+        try:
+            ready[str(joint)] = float(angle)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: ready_pose.{joint} must be an angle in rad, got {angle!r}") from None
+
     urdf = data.get("urdf")
     urdf_path = None
     if urdf:
@@ -223,6 +238,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         thrusters=thrusters,
         urdf=urdf_path,
         name=name,
+        ready_pose=ready,
     )
 
 

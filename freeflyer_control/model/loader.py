@@ -64,6 +64,7 @@ class FreeFlyerModel:
     name: str = ""
     warnings: tuple[str, ...] = ()
     urdf_xml: str = field(default="", repr=False)
+    ready_pose: dict[str, float] = field(default_factory=dict)
 
     # --- sizes and index maps (velocity space) -------------------------------------------
     @property
@@ -219,6 +220,7 @@ def load_model(
         name=name or (config.name if config and config.name else report.robot_name),
         warnings=report.warnings,
         urdf_xml=report.xml,
+        ready_pose=dict(config.ready_pose) if config else {},
     )
     _check_against_urdf(ff, report, source)
     for w in report.warnings:
@@ -296,6 +298,12 @@ def _check_against_urdf(ff: FreeFlyerModel, report: UrdfReport, source: str) -> 
             raise ConfigError(
                 f"{source}: reaction wheel joint '{wheel}' hangs from link '{info.parent}'; a "
                 f"wheel must be mounted on the base link '{report.base_link}'"
+            )
+    for joint in ff.ready_pose:
+        if joint not in ff.joint_names:
+            raise ConfigError(
+                f"{source}: ready_pose names joint '{joint}', which is not in the URDF; "
+                f"joints: {list(ff.joint_names)}"
             )
     for arm, joints in ff.arms.items():
         for j in joints:
