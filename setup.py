@@ -57,6 +57,8 @@ setup(
     extras_require={
         # PyPI builds of what a ROS install provides.
         'pypi': ['pin>=3', 'matplotlib'],
+        # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
+        'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',
@@ -64,6 +66,8 @@ setup(
             'catkin_pkg',
             'colcon-common-extensions',
             'matplotlib',
+            'mcap>=1.1',
+            'mcap-ros2-support>=0.5',
         ],
     },
     zip_safe=True,

@@ -1,0 +1,112 @@
+"""``freeflyer sim``: plant and controllers in lockstep, without ROS; writes CSV, plots and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions
+from freeflyer_control.control.effort import BASE_ACTUATION
+from freeflyer_control.control.loop import CONTROLLERS
+from freeflyer_control.control.maneuvers import MANEUVERS
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
+
+# Shown at the end of a run: the figures a reader checks first.
+HEADLINE = (
+    ("max_abs_linear_momentum", "max |P|", "{:.3g} kg m/s"),
+    ("max_abs_angular_momentum", "max |L|", "{:.3g} kg m^2/s"),
+    ("com_drift_m", "system CoM drift", "{:.3g} m"),
+    ("base_attitude_change_rad", "base attitude change (max)", "{:.4g} rad"),
+    ("base_position_change_m", "base position change (max)", "{:.4g} m"),
+    ("rms_tracking_error", "RMS tracking error", "{:.4g}"),
+    ("real_time_factor", "real-time factor", "{:.1f}"),
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sim", help="closed-loop simulation of a free-flyer (no ROS)")
+    add_robot_arguments(p)
+    p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
+    p.add_argument("--controller", default="computed_torque", choices=CONTROLLERS)
+    p.add_argument("--maneuver", default="wilde", choices=MANEUVERS)
+    p.add_argument("--duration", type=float, help="seconds (default: the maneuver's own length)")
+    p.add_argument("--rate", type=float, default=250.0, help="control rate, Hz (default 250)")
+    p.add_argument("--substeps", type=int, default=1, help="plant steps per control period")
+    p.add_argument("--mode-schedule", metavar="T:MODE,...", help='e.g. "0:floating,20:flying"')
+    p.add_argument("--mass-error", type=float, default=0.0,
+                   help="relative mass-property error of the controller's model, e.g. 0.1")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mass-property error")
+    p.add_argument("--base-actuation", default="thrusters", choices=BASE_ACTUATION)
+    p.add_argument("--log-rate", type=float, default=50.0, help="samples per second written")
+    p.add_argument("--q0", metavar="JSON", help="initial joint angles (default: see docs)")
+    p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(run=run)
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (a line per update when stderr is not a terminal)."""
+
+    def __init__(self, stream=sys.stderr, width: int = 30):
+        self.stream, self.width = stream, width
+        self.tty = stream.isatty()
+        self.shown = False
+
+    def __call__(self, t: float, duration: float) -> None:
+        frac = min(max(t / duration, 0.0), 1.0) if duration > 0 else 1.0
+        filled = int(round(frac * self.width))
+        text = f"[{'#' * filled}{'.' * (self.width - filled)}] {t:7.1f} / {duration:.1f} s"
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if frac >= 1.0 else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self.shown = True
+
+
+def run(args: argparse.Namespace) -> int:
+    from freeflyer_control.model import load_robot
+
+    q0 = None
+    if args.q0:
+        q0 = parse_joint_positions(load_robot(args.robot, base=args.base, end_effectors=args.ee), args.q0)
+    config = SimConfig(
+        robot=args.robot, base=args.base, ee=args.ee, mode=args.mode, controller=args.controller,
+        maneuver=args.maneuver, duration=args.duration, rate=args.rate, plant_substeps=args.substeps,
+        mode_schedule=parse_mode_schedule(args.mode_schedule) if args.mode_schedule else (),
+        mass_error=args.mass_error, seed=args.seed, base_actuation=args.base_actuation,
+        log_rate=args.log_rate, initial_joint_positions=q0,
+    )
+    result = run_simulation(config, progress=None if args.json else ProgressBar())
+
+    from freeflyer_control.sim.output import write_outputs
+
+    out = Path(args.out)
+    files = write_outputs(result, out)
+    plots = []
+    if not args.no_plots:
+        from freeflyer_control.sim.plots import write_plots
+
+        plots = write_plots(result, out)
+    if args.json:
+        print(json.dumps(result.summary, indent=2, default=float))
+        return 0
+    s = result.summary
+    print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
+          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+    for key, label, fmt in HEADLINE:
+        value = fmt.format(s[key])
+        if key == "rms_tracking_error":
+            value += f" {s['tracking_error_units']}"
+        print(f"  {label:<28} {value}")
+    for switch in s["mode_switches"]:
+        verdict = "switched" if switch["accepted"] else f"REFUSED ({switch['reason']})"
+        print(f"  t={switch['t']:.2f} s  {switch['from']} -> {switch['to']}: {verdict}")
+    print(f"wrote {len(files) + len(plots)} files to {out.resolve()}/")
+    for path in list(files.values()) + list(plots):
+        print(f"  {Path(path).name}")
+    return 0

@@ -1,0 +1,1 @@
+"""Layer 3: control (no ROS): controllers, base control, thruster allocation, maneuvers, mode switching."""

@@ -1,0 +1,155 @@
+"""Computed-torque control on the mode-reduced dynamics (Wilde et al. 2018, eqs 112-115).
+
+    tau = H*(q) u + C*(q, qdot),    u = qdd_d + K_D (qdot_d - qdot) + K_P (q_d - q)
+
+over the actuated coordinates of the current mode: the commanded base DOFs (whose desired
+accelerations come from the base pose loop) and the arm joints. Reaction wheels are joints of
+the reduced model too; what is asked of them depends on the mode:
+
+* rotation-floating: the attitude is commanded but no external torque exists, so the wheel
+  accelerations are whatever makes the base attitude follow (solved from the attitude rows of
+  the reduced dynamics), and the wheel torques follow from the wheel rows;
+* every other mode: the wheels are idle (zero torque); their accelerations are solved from the
+  wheel rows and their reaction is compensated in the joint torques.
+
+Both cases are one linear solve: accelerations are known on some coordinates and forces on
+others (hybrid dynamics). The controller's model may differ from the plant's (mass-property
+error), which is how the package studies robustness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from freeflyer_control.control.base_control import BaseGains, base_accelerations
+from freeflyer_control.control.effort import ControlEffort
+from freeflyer_control.control.references import BaseReference, JointReference
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import solve
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.reduced import ReducedDynamics, reduced_dynamics
+from freeflyer_control.physics.state import State, joint_positions
+
+
+@dataclass(frozen=True)
+class JointGains:
+    """Per-joint PD gains (1/s^2, 1/s), arm joint order; a scalar applies to every joint.
+
+    Wilde et al. use K_P = K_D = 1 (natural frequency 1 rad/s, damping 0.5).
+    """
+
+    kp: np.ndarray | float = 1.0
+    kd: np.ndarray | float = 1.0
+
+    def arrays(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        kp = np.broadcast_to(np.asarray(self.kp, dtype=float), (n,))
+        kd = np.broadcast_to(np.asarray(self.kd, dtype=float), (n,))
+        if not (np.all(np.isfinite(kp)) and np.all(kp >= 0) and np.all(np.isfinite(kd)) and np.all(kd >= 0)):
+            raise ValueError(f"joint gains must be finite and >= 0; got kp={self.kp}, kd={self.kd}")
+        return kp, kd
+
+
+class ComputedTorque:
+    """Computed-torque controller for one robot.
+
+    Args:
+        model: the controller's model of the robot (may carry mass-property errors).
+        gains: arm joint PD gains.
+        base_gains: base pose loop gains (used in modes that command base DOFs).
+    """
+
+    def __init__(self, model: FreeFlyerModel, gains: JointGains = JointGains(),
+                 base_gains: BaseGains = BaseGains()):
+        self.model = model
+        self.data = model.create_data()
+        self.kp, self.kd = gains.arrays(len(model.arm_joint_names))
+        self.base_gains = base_gains
+        self.last_dynamics: ReducedDynamics | None = None
+
+    def effort(
+        self,
+        state: State,
+        mode: Mode,
+        joint_ref: JointReference,
+        base_ref: BaseReference | None = None,
+    ) -> ControlEffort:
+        """The effort that tracks ``joint_ref`` (and ``base_ref`` for commanded base DOFs)."""
+        ff = self.model
+        arm = ff.arm_v_indices
+        q_arm = joint_positions(ff, state.q)[arm - ff.nb]
+        u_arm = (joint_ref.acceleration + self.kd * (joint_ref.velocity - state.v[arm])
+                 + self.kp * (joint_ref.position - q_arm))
+        part = base_partition(ff.base, mode)
+        nc = part.commanded.size
+        if nc and base_ref is None:
+            raise ValueError(f"mode {mode.value} commands base DOFs: give a base reference")
+        u_base = base_accelerations(ff, state, base_ref, self.base_gains, part) if nc else np.zeros(0)
+
+        rd = reduced_dynamics(ff, self.data, state, mode)
+        self.last_dynamics = rd
+        forces = _forces(ff, rd, mode, nc, u_base, u_arm)
+        wrench = np.zeros(ff.nb)
+        if mode is not Mode.ROTATION_FLOATING:  # there the attitude rows carry no force
+            wrench[part.commanded] = forces[:nc]
+        arm_rel = arm - ff.nb
+        wheel_rel = ff.wheel_v_indices - ff.nb
+        return ControlEffort(forces[nc + arm_rel], forces[nc + wheel_rel], wrench)
+
+
+def _forces(
+    ff: FreeFlyerModel, rd: ReducedDynamics, mode: Mode, nc: int, u_base: np.ndarray, u_arm: np.ndarray
+) -> np.ndarray:
+    """Generalized forces on the reduced coordinates [commanded base, joints].
+
+    Known accelerations: the commanded base (u_base) and the arm joints (u_arm). The wheels are
+    set by rows whose force is known: their own rows (zero torque), or in rotation-floating the
+    attitude rows (zero external torque: the wheels act instead). If that asks more of a wheel
+    than its torque limit, the wheel torque is clipped and the attitude is let go for this tick
+    (its acceleration solved from the clipped torque), so that the arm torques stay consistent
+    with what the wheels really do and the arm keeps tracking.
+    """
+    n = rd.H.shape[0]
+    acc = np.zeros(n)
+    acc[:nc] = u_base
+    acc[nc + ff.arm_v_indices - ff.nb] = u_arm
+    wheels = nc + ff.wheel_v_indices - ff.nb
+    force = np.zeros(n)
+    if mode is Mode.ROTATION_FLOATING:
+        forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
+        limit = ff.wheel_max_torques
+        if np.any(np.abs(forces[wheels]) > limit):
+            force[wheels] = np.clip(forces[wheels], -limit, limit)
+            free = np.concatenate([np.arange(nc), wheels])
+            forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=free, known_force_rows=free, force=force)
+        return forces
+    return hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=wheels, force=force)
+
+
+def hybrid_dynamics(
+    H: np.ndarray,
+    C: np.ndarray,
+    acc: np.ndarray,
+    unknown: np.ndarray,
+    known_force_rows: np.ndarray,
+    force: np.ndarray,
+) -> np.ndarray:
+    """Forces f with H a + C = f when a is known except on ``unknown`` and f is known on
+    ``known_force_rows`` (Featherstone's hybrid dynamics, on the reduced model).
+
+    The unknown accelerations are solved from the known-force rows (least squares, minimum
+    norm when there are more unknowns than rows); returns the full force vector with the known
+    entries exactly as given.
+    """
+    if unknown.size == 0:
+        return H @ acc + C
+    acc = acc.copy()
+    known = np.setdiff1d(np.arange(H.shape[0]), unknown)
+    rows = known_force_rows
+    rhs = force[rows] - C[rows] - H[np.ix_(rows, known)] @ acc[known]
+    A = H[np.ix_(rows, unknown)]
+    acc[unknown] = solve(A, rhs) if A.shape[0] == A.shape[1] else np.linalg.lstsq(A, rhs, rcond=None)[0]
+    out = H @ acc + C
+    out[rows] = force[rows]
+    return out

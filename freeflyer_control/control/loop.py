@@ -1,0 +1,148 @@
+"""One control tick: maneuver -> references -> controller -> effort -> actuators.
+
+The same object runs in ``freeflyer sim`` (lockstep with the simulated plant) and inside the ROS
+controller node (on measured joint states from a plant node or a testbed); it holds all the logic,
+the node only converts messages.
+
+Controllers:
+
+* ``computed_torque``: joint-space computed torque on the mode-reduced dynamics. Joint-space
+  maneuvers give the joint references directly; for task-space maneuvers the resolved-rate law
+  generates them (its joint rates are integrated into joint positions and tracked).
+* ``resolved_rate``: resolved-rate control through the mode's GJM with task feedback every tick,
+  and a joint-velocity servo on the reduced dynamics underneath (tau = H* K_v (qdot_d - qdot) + C*).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from freeflyer_control.control.base_control import BaseGains
+from freeflyer_control.control.computed_torque import ComputedTorque, JointGains
+from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
+from freeflyer_control.control.maneuvers import Maneuver
+from freeflyer_control.control.mode_switch import ModeSwitch, ModeSwitcher
+from freeflyer_control.control.references import JointReference, TaskReference
+from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGains, ResolvedRateResult
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.actuators import Actuation
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import State, joint_positions
+
+CONTROLLERS = ("computed_torque", "resolved_rate")
+
+
+@dataclass(frozen=True)
+class TickInfo:
+    """What one tick decided, for logs and diagnostics.
+
+    Attributes:
+        mode: the mode in force.
+        blend: weight of the current mode's effort (< 1 right after a switch).
+        effort: the blended effort before actuator mapping.
+        joint_reference: the arm reference tracked this tick.
+        tasks: the task references (task-space maneuvers), else empty.
+        resolved_rate: the resolved-rate result (task-space maneuvers), else None.
+        allocation_residual: base wrench the thrusters could not produce (base_link axes).
+    """
+
+    mode: Mode
+    blend: float
+    effort: ControlEffort
+    joint_reference: JointReference
+    tasks: tuple[TaskReference, ...]
+    resolved_rate: ResolvedRateResult | None
+    allocation_residual: np.ndarray
+
+
+class ControlLoop:
+    """Controller, mode owner and actuator mapping for one robot.
+
+    Args:
+        model: the controller's model (may differ from the plant's).
+        maneuver: what to do (see :mod:`freeflyer_control.control.maneuvers`).
+        controller: ``computed_torque`` or ``resolved_rate``.
+        mode: the initial maneuvering mode.
+        joint_gains, base_gains, rr_gains: controller gains.
+        velocity_gain: 1/s, the joint-velocity servo of the resolved-rate controller.
+        base_actuation: ``thrusters`` or ``ideal`` (see :class:`ActuatorMapper`).
+        blend_time: s, bumpless-transfer time after a mode switch.
+    """
+
+    def __init__(
+        self,
+        model: FreeFlyerModel,
+        maneuver: Maneuver,
+        *,
+        controller: str = "computed_torque",
+        mode: Mode | str = Mode.FLOATING,
+        joint_gains: JointGains = JointGains(),
+        base_gains: BaseGains = BaseGains(),
+        rr_gains: ResolvedRateGains = ResolvedRateGains(),
+        velocity_gain: float = 5.0,
+        base_actuation: str = "thrusters",
+        blend_time: float = 1.0,
+    ):
+        if controller not in CONTROLLERS:
+            raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
+        if controller == "resolved_rate" and not maneuver.task_space:
+            raise ValueError(
+                f"maneuver '{maneuver.name}' gives joint references; resolved_rate needs an "
+                "end-effector maneuver (ee-point, ee-circle): use --controller computed_torque"
+            )
+        if maneuver.task_space and not model.end_effectors:
+            raise ValueError(f"maneuver '{maneuver.name}' needs end-effectors; the robot names none")
+        self.model = model
+        self.maneuver = maneuver
+        self.controller = controller
+        self.switcher = ModeSwitcher(model, mode, blend_time)
+        if controller == "resolved_rate":
+            joint_gains = JointGains(kp=0.0, kd=velocity_gain)
+        self.ct = ComputedTorque(model, joint_gains, base_gains)
+        self.rr = ResolvedRate(model, rr_gains) if maneuver.task_space else None
+        self.mapper = ActuatorMapper(model, base_actuation)
+        self.q_integrated: np.ndarray | None = None
+
+    @property
+    def mode(self) -> Mode:
+        return self.switcher.mode
+
+    def start(self, state: State) -> None:
+        """Capture the initial pose (references are relative to it)."""
+        self.maneuver.start(self.model, state)
+        self.q_integrated = self.maneuver.q0.copy()
+
+    def request_mode(self, mode: Mode | str, t: float, cause: str = "request") -> ModeSwitch:
+        return self.switcher.request(mode, t, cause)
+
+    def tick(self, t: float, state: State, dt: float) -> tuple[Actuation, TickInfo]:
+        """Commands for the period [t, t + dt) from the measured ``state``."""
+        if self.q_integrated is None:
+            raise RuntimeError("call start(state) before the first tick")
+        mode = self.switcher.mode
+        tasks: tuple[TaskReference, ...] = ()
+        rr = None
+        if self.rr is not None:
+            tasks = tuple(self.maneuver.task_references(t))
+            rr = self.rr.joint_rates(state, mode, tasks)
+            if self.controller == "resolved_rate":
+                arm = self.model.arm_v_indices - self.model.nb
+                q_now = joint_positions(self.model, state.q)[arm]
+                jref = JointReference(q_now, rr.joint_rates, np.zeros_like(q_now))
+            else:
+                self.q_integrated = self.q_integrated + rr.joint_rates * dt
+                jref = JointReference(self.q_integrated.copy(), rr.joint_rates, np.zeros_like(rr.joint_rates))
+        else:
+            jref = self.maneuver.joint_reference(t)
+        base_ref = self.maneuver.base_reference(t)
+
+        effort = self.ct.effort(state, mode, jref, base_ref)
+        s = self.switcher.blend(t)
+        if s < 1.0:
+            before = self.ct.effort(state, self.switcher.previous, jref, base_ref)
+            effort = before.blend(effort, s)
+        actuation = self.mapper.actuation(state.q, effort)
+        info = TickInfo(mode, s, effort, jref, tasks, rr, self.mapper.last_residual)
+        return actuation, info

@@ -1,0 +1,1 @@
+"""Closed-loop simulation without ROS: plant and controllers in lockstep (``freeflyer sim``)."""

@@ -1,0 +1,293 @@
+"""Plant and controller in lockstep: the engine behind ``freeflyer sim``.
+
+Every control period the :class:`~freeflyer_control.control.loop.ControlLoop` reads the plant's
+state (perfect sensing), the plant integrates the held commands over the period (optionally in
+several sub-steps), and a recorder samples the state at the log rate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.loop import ControlLoop
+from freeflyer_control.control.maneuvers import make_maneuver
+from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
+from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import (
+    State,
+    base_position,
+    base_quaternion_xyzw,
+    base_twist_world,
+    joint_positions,
+    make_state,
+)
+from freeflyer_control.sim.body_momentum import group_momenta
+
+
+@dataclass
+class SimConfig:
+    """Attributes:
+    robot: bundled name, robot config .yaml or .urdf path; base / ee complete a bare URDF.
+    mode: initial maneuvering mode; mode_schedule, if given, overrides it from t = 0.
+    controller: computed_torque or resolved_rate.
+    maneuver: wilde, ee-point, ee-circle, station-keeping.
+    duration: s; None runs the maneuver's own duration.
+    rate: control rate, Hz; the plant steps ``plant_substeps`` times per control period.
+    mode_schedule: [(t s, mode)], applied when the simulated time reaches t.
+    mass_error: relative mass-property error of the controller's model (0.1 = +-10 %).
+    seed: seed of that error.
+    base_actuation: thrusters (allocated) or ideal (external wrench).
+    log_rate: samples per second in the time series.
+    initial_joint_positions: joint -> rad; default: zeros for joint-space maneuvers (the arm
+        stretched out, as in Wilde et al.), the robot's ready pose for end-effector ones.
+    """
+
+    robot: str = DEFAULT_ROBOT
+    base: str | None = None
+    ee: Sequence[str] | None = None
+    mode: str = "floating"
+    controller: str = "computed_torque"
+    maneuver: str = "wilde"
+    duration: float | None = None
+    rate: float = 250.0
+    plant_substeps: int = 1
+    mode_schedule: Sequence[tuple[float, str]] = ()
+    mass_error: float = 0.0
+    seed: int = 0
+    base_actuation: str = "thrusters"
+    log_rate: float = 50.0
+    initial_joint_positions: dict[str, float] | None = None
+
+    def validate(self) -> None:
+        if not (np.isfinite(self.rate) and self.rate > 0):
+            raise ValueError(f"rate must be a positive number of Hz, got {self.rate}")
+        if self.duration is not None and not (np.isfinite(self.duration) and self.duration > 0):
+            raise ValueError(f"duration must be a positive number of seconds, got {self.duration}")
+        if int(self.plant_substeps) < 1:
+            raise ValueError(f"plant_substeps must be >= 1, got {self.plant_substeps}")
+        if not (np.isfinite(self.log_rate) and self.log_rate > 0):
+            raise ValueError(f"log_rate must be a positive number of Hz, got {self.log_rate}")
+        for t, mode in self.mode_schedule:
+            Mode.parse(mode)
+            if t < 0:
+                raise ValueError(f"mode schedule time must be >= 0 s, got {t}")
+
+
+def parse_mode_schedule(text: str) -> list[tuple[float, str]]:
+    """'0:floating,20:flying' -> [(0.0, 'floating'), (20.0, 'flying')], sorted by time."""
+    out = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        t, sep, mode = item.partition(":")
+        if not sep:
+            raise ValueError(f"mode schedule entry '{item}' must look like TIME:MODE, e.g. 20:flying")
+        try:
+            time_s = float(t)
+        except ValueError:
+            raise ValueError(f"mode schedule entry '{item}': '{t}' is not a time in seconds") from None
+        out.append((time_s, Mode.parse(mode).value))
+    return sorted(out)
+
+
+@dataclass
+class SimResult:
+    """Attributes:
+    robot: the plant's model.
+    config: what was run.
+    series: name -> array over the log samples (first axis time); see :class:`Recorder`.
+    column_names: name -> labels of the array's second axis.
+    summary: the run's figures (summary.json).
+    """
+
+    robot: FreeFlyerModel
+    config: SimConfig
+    series: dict[str, np.ndarray]
+    column_names: dict[str, list[str]]
+    summary: dict = field(default_factory=dict)
+
+
+class Recorder:
+    """Samples the closed loop into named time series."""
+
+    def __init__(self, ff: FreeFlyerModel):
+        self.ff = ff
+        self.data = ff.create_data()
+        self.rows: dict[str, list[np.ndarray]] = {}
+        xyz = ["x", "y", "z"]
+        arm = list(ff.arm_joint_names)
+        self.columns = {
+            "t": ["t"],
+            "mode": ["mode_index"],
+            "joint_positions": list(ff.joint_names),
+            "joint_velocities": list(ff.joint_names),
+            "arm_reference": arm,
+            "arm_reference_rate": arm,
+            "base_position": xyz,
+            "base_orientation_xyzw": ["qx", "qy", "qz", "qw"],
+            "base_linear_velocity": xyz,
+            "base_angular_velocity": xyz,
+            "com": xyz,
+            "arm_torques": arm,
+            "wheel_torques": list(ff.wheel_joint_names),
+            "thruster_forces": [t.name for t in ff.thrusters],
+            "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
+            "ee_positions": [f"{ee}_{a}" for ee in ff.end_effectors for a in xyz],
+            "ee_targets": [f"{ee}_{a}" for ee in ff.end_effectors for a in xyz],
+            "sigma_min": ["sigma_min"],
+            "blend": ["blend"],
+        }
+        for group in ("total", "base", "arm"):
+            self.columns[f"momentum_{group}"] = ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+
+    def record(self, t: float, state: State, info, actuation) -> None:
+        ff, data = self.ff, self.data
+        lin, ang = base_twist_world(ff, state)
+        momenta = group_momenta(ff, data, state)  # also runs forward kinematics
+        pin.updateFramePlacements(ff.model, data)
+        ee_pos = np.concatenate([data.oMf[ff.frame_id(ee)].translation for ee in ff.end_effectors]) \
+            if ff.end_effectors else np.zeros(0)
+        targets = np.full(ee_pos.size, np.nan)
+        for task in info.tasks:
+            i = ff.end_effectors.index(task.frame)
+            targets[3 * i: 3 * i + 3] = task.position
+        rr = info.resolved_rate
+        sample = {
+            "t": np.array([t]),
+            "mode": np.array([list(Mode).index(info.mode)]),
+            "joint_positions": joint_positions(ff, state.q),
+            "joint_velocities": state.v[ff.nb:].copy(),
+            "arm_reference": info.joint_reference.position,
+            "arm_reference_rate": info.joint_reference.velocity,
+            "base_position": base_position(ff, state.q),
+            "base_orientation_xyzw": base_quaternion_xyzw(ff, state.q),
+            "base_linear_velocity": lin,
+            "base_angular_velocity": ang,
+            "com": data.com[0].copy(),
+            "arm_torques": actuation.arm_torques,
+            "wheel_torques": actuation.wheel_torques,
+            "thruster_forces": actuation.thruster_forces,
+            "base_wrench_world": info.effort.base_wrench_world,
+            "ee_positions": ee_pos,
+            "ee_targets": targets,
+            "sigma_min": np.array([rr.sigma_min if rr else np.nan]),
+            "blend": np.array([info.blend]),
+            "momentum_total": momenta["total"],
+            "momentum_base": momenta["base"],
+            "momentum_arm": momenta["arm"],
+        }
+        for key, value in sample.items():
+            self.rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
+
+    def series(self) -> dict[str, np.ndarray]:
+        return {k: np.vstack(v) if v and v[0].size else np.zeros((len(v), 0)) for k, v in self.rows.items()}
+
+
+def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None) -> SimResult:
+    """Run ``config`` to the end; ``progress(t, duration)`` is called now and then."""
+    config.validate()
+    ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
+    model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
+    maneuver = make_maneuver(config.maneuver)
+    schedule = list(config.mode_schedule)
+    mode = schedule[0][1] if schedule and schedule[0][0] == 0.0 else config.mode
+    if schedule and schedule[0][0] == 0.0:
+        schedule.pop(0)
+
+    q_init = config.initial_joint_positions
+    if q_init is None:
+        q_init = ff.ready_pose if maneuver.task_space else {}
+    twist = maneuver.initial_base_twist
+    lin, ang = twist[:3].copy(), twist[3:].copy()
+    if ff.base == "planar":
+        lin[2] = 0.0
+        ang[:2] = 0.0
+    state = make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+
+    loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode,
+                       base_actuation=config.base_actuation)
+    loop.start(state)
+    duration = float(config.duration or maneuver.duration)
+    dt = 1.0 / config.rate
+    substeps = int(config.plant_substeps)
+    plant = Plant(ff, state, dt / substeps)
+    recorder = Recorder(ff)
+    n_ticks = int(round(duration * config.rate))
+    log_every = max(1, int(round(config.rate / config.log_rate)))
+
+    wall0 = time.perf_counter()
+    last_progress = wall0
+    info = actuation = None
+    for k in range(n_ticks + 1):
+        t = k * dt
+        while schedule and schedule[0][0] <= t + 1e-12:
+            t_s, m = schedule.pop(0)
+            loop.request_mode(m, t, f"schedule at {t_s:g} s")
+        actuation, info = loop.tick(t, plant.state, dt)
+        if k % log_every == 0 or k == n_ticks:
+            recorder.record(t, plant.state, info, actuation)
+        if k == n_ticks:
+            break
+        for _ in range(substeps):
+            plant.step(actuation)
+        if progress is not None and time.perf_counter() - last_progress > 0.5:
+            last_progress = time.perf_counter()
+            progress(t, duration)
+    wall = time.perf_counter() - wall0
+    if progress is not None:
+        progress(duration, duration)
+
+    series = recorder.series()
+    result = SimResult(ff, config, series, recorder.columns)
+    result.summary = summarize(result, loop, duration, wall)
+    return result
+
+
+def summarize(result: SimResult, loop: ControlLoop, duration: float, wall: float) -> dict:
+    """The figures a run is judged by (summary.json)."""
+    s = result.series
+    ff = result.robot
+    h = s["momentum_total"]
+    com = s["com"]
+    quats = s["base_orientation_xyzw"]
+    R0 = pin.Quaternion(quats[0, 3], *quats[0, :3]).toRotationMatrix()
+    attitude = [np.linalg.norm(pin.log3(R0.T @ pin.Quaternion(qq[3], *qq[:3]).toRotationMatrix())) for qq in quats]
+    task_space = loop.maneuver.task_space
+    if task_space:
+        err = np.linalg.norm((s["ee_positions"] - s["ee_targets"]).reshape(len(s["t"]), -1, 3), axis=2)
+        err = err.max(axis=1)
+        units = "m (end-effector position)"
+    else:
+        arm = ff.arm_v_indices - ff.nb
+        err = np.linalg.norm(s["arm_reference"] - s["joint_positions"][:, arm], axis=1)
+        units = "rad (arm joint positions)"
+    return {
+        "robot": ff.name,
+        "mode": result.config.mode if not result.config.mode_schedule else result.config.mode_schedule[0][1],
+        "final_mode": loop.mode.value,
+        "controller": result.config.controller,
+        "maneuver": loop.maneuver.name,
+        "duration_s": duration,
+        "rate_hz": result.config.rate,
+        "base_actuation": loop.mapper.base_actuation,
+        "mass_error": result.config.mass_error,
+        "max_abs_linear_momentum": float(np.abs(h[:, :3]).max()),
+        "max_abs_angular_momentum": float(np.abs(h[:, 3:]).max()),
+        "com_drift_m": float(np.linalg.norm(com - com[0], axis=1).max()),
+        "base_attitude_change_rad": float(max(attitude)),
+        "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
+        "rms_tracking_error": float(np.sqrt(np.mean(err**2))),
+        "max_tracking_error": float(err.max()),
+        "final_tracking_error": float(err[-1]),
+        "tracking_error_units": units,
+        "max_abs_arm_torque_nm": float(np.abs(s["arm_torques"]).max()) if s["arm_torques"].size else 0.0,
+        "min_sigma": float(np.nanmin(s["sigma_min"])) if task_space else None,
+        "real_time_factor": duration / wall if wall > 0 else float("inf"),
+        "wall_time_s": wall,
+        "mode_switches": [m.as_dict() for m in loop.switcher.history],
+    }
