@@ -79,6 +79,9 @@ setup(
     entry_points={
         'console_scripts': [
             'freeflyer = freeflyer_control.cli.main:main',
+            'plant_node = freeflyer_control.nodes.plant_node:main',
+            'gjm_node = freeflyer_control.nodes.gjm_node:main',
+            'controller_node = freeflyer_control.nodes.controller_node:main',
         ],
     },
 )

@@ -29,7 +29,7 @@ from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGa
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State, joint_positions
+from freeflyer_control.physics.state import State, joint_positions, with_joint_positions
 
 CONTROLLERS = ("computed_torque", "resolved_rate")
 
@@ -85,25 +85,38 @@ class ControlLoop:
         base_actuation: str = "thrusters",
         blend_time: float = 1.0,
     ):
-        if controller not in CONTROLLERS:
-            raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
-        if controller == "resolved_rate" and not maneuver.task_space:
-            raise ValueError(
-                f"maneuver '{maneuver.name}' gives joint references; resolved_rate needs an "
-                "end-effector maneuver (ee-point, ee-circle): use --controller computed_torque"
-            )
         if maneuver.task_space and not model.end_effectors:
             raise ValueError(f"maneuver '{maneuver.name}' needs end-effectors; the robot names none")
         self.model = model
         self.maneuver = maneuver
-        self.controller = controller
         self.switcher = ModeSwitcher(model, mode, blend_time)
-        if controller == "resolved_rate":
-            joint_gains = JointGains(kp=0.0, kd=velocity_gain)
-        self.ct = ComputedTorque(model, joint_gains, base_gains)
-        self.rr = ResolvedRate(model, rr_gains) if maneuver.task_space else None
+        self.joint_gains, self.velocity_gain = joint_gains, velocity_gain
+        self.base_gains = base_gains
+        self.rr = ResolvedRate(model, rr_gains) if model.end_effectors else None
         self.mapper = ActuatorMapper(model, base_actuation)
         self.q_integrated: np.ndarray | None = None
+        self.state_seen: State | None = None
+        self.set_controller(controller)
+
+    def set_controller(self, controller: str) -> None:
+        """Switch between computed_torque and resolved_rate (at run time too)."""
+        if controller not in CONTROLLERS:
+            raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
+        if controller == "resolved_rate" and not self.maneuver.task_space:
+            raise ValueError(
+                f"maneuver '{self.maneuver.name}' gives joint references; resolved_rate needs an "
+                "end-effector maneuver (ee-point, ee-circle): use --controller computed_torque"
+            )
+        if self.q_integrated is not None and self.state_seen is not None:
+            # Restart the reference where the arm is, so the switch does not pull it back.
+            self.q_integrated = joint_positions(self.model, self.state_seen.q)[self.model.arm_v_indices - self.model.nb]
+        gains = self.joint_gains
+        if controller == "resolved_rate":
+            # Under a task the reference position is the measured one (no K_P action): the
+            # loop is a velocity servo; without a task K_P holds the joints where they are.
+            gains = JointGains(kp=self.joint_gains.kp, kd=self.velocity_gain)
+        self.controller = controller
+        self.ct = ComputedTorque(self.model, gains, self.base_gains)
 
     @property
     def mode(self) -> Mode:
@@ -121,21 +134,29 @@ class ControlLoop:
         """Commands for the period [t, t + dt) from the measured ``state``."""
         if self.q_integrated is None:
             raise RuntimeError("call start(state) before the first tick")
+        self.state_seen = state
         mode = self.switcher.mode
-        tasks: tuple[TaskReference, ...] = ()
         rr = None
-        if self.rr is not None:
-            tasks = tuple(self.maneuver.task_references(t))
-            rr = self.rr.joint_rates(state, mode, tasks)
+        tasks = tuple(self.maneuver.task_references(t)) if self.rr is not None else ()
+        arm = self.model.arm_v_indices - self.model.nb
+        if tasks:
             if self.controller == "resolved_rate":
-                arm = self.model.arm_v_indices - self.model.nb
+                rr = self.rr.joint_rates(state, mode, tasks)
                 q_now = joint_positions(self.model, state.q)[arm]
                 jref = JointReference(q_now, rr.joint_rates, np.zeros_like(q_now))
             else:
+                # Resolved rate as a reference generator: it closes its task loop on the
+                # reference joint angles (with the measured base and momentum), not on the
+                # measured ones, so it does not chase the tracking lag of the torque loop.
+                q_ref = with_joint_positions(self.model, state.q, self.model.arm_v_indices, self.q_integrated)
+                rr = self.rr.joint_rates(State(q_ref, state.v), mode, tasks)
                 self.q_integrated = self.q_integrated + rr.joint_rates * dt
                 jref = JointReference(self.q_integrated.copy(), rr.joint_rates, np.zeros_like(rr.joint_rates))
         else:
             jref = self.maneuver.joint_reference(t)
+            # Task references may come and go (external targets): restart the integration at
+            # the joint reference so a later task does not jump.
+            self.q_integrated = jref.position.copy()
         base_ref = self.maneuver.base_reference(t)
 
         effort = self.ct.effort(state, mode, jref, base_ref)

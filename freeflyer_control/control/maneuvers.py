@@ -157,3 +157,106 @@ def make_maneuver(name: str) -> Maneuver:
     if name not in factories:
         raise ValueError(f"unknown maneuver '{name}'; maneuvers: {list(MANEUVERS)}")
     return factories[name]()
+
+
+class ExternalReferences(Maneuver):
+    """References that arrive from outside (ROS topics, a testbed GUI) instead of a script.
+
+    * joint trajectories: (time s, positions, velocities) points, in arm-joint order, times on
+      the controller's clock; interpolated with cubic Hermite segments, held after the last;
+    * end-effector targets: a pose per frame (held until replaced or cleared);
+    * end-effector twist commands: the frame's target moves with the commanded twist and stops
+      when the command is older than ``twist_timeout`` seconds.
+
+    While any end-effector reference is active the task-space controllers are used; otherwise the
+    arm follows the joint trajectory (or holds its start pose).
+    """
+
+    def __init__(self, twist_timeout: float = 0.5):
+        super().__init__(name="external", duration=float("inf"), task_space=True)
+        self.twist_timeout = float(twist_timeout)
+        self._trajectory: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._targets: dict[str, TaskReference] = {}
+        self._twists: dict[str, tuple[float, np.ndarray, np.ndarray]] = {}
+
+    def start(self, ff: FreeFlyerModel, state: State) -> None:
+        super().start(ff, state)
+        self._hold = self.q0.copy()
+
+    # --- inputs ---------------------------------------------------------------------------
+    def set_joint_trajectory(self, points: list[tuple[float, np.ndarray, np.ndarray]]) -> None:
+        """Points (t, positions, velocities) in arm-joint order with increasing t."""
+        times = [p[0] for p in points]
+        if not points or any(b <= a for a, b in zip(times, times[1:])):
+            raise ValueError("a joint trajectory needs at least one point and increasing times")
+        self._trajectory = [(float(t), np.asarray(q, float), np.asarray(v, float)) for t, q, v in points]
+        self._targets.clear()
+        self._twists.clear()
+
+    def set_ee_target(self, frame: str, position: np.ndarray, orientation_xyzw: np.ndarray | None) -> None:
+        """Hold ``frame`` at a pose in world (orientation None: position only)."""
+        if frame not in self.ee0:
+            raise ValueError(f"unknown end-effector '{frame}'; end-effectors: {list(self.ee0)}")
+        self._twists.pop(frame, None)
+        self._targets[frame] = TaskReference(frame, np.asarray(position, float).copy(),
+                                             None if orientation_xyzw is None else np.asarray(orientation_xyzw, float),
+                                             np.zeros(3), np.zeros(3))
+
+    def set_ee_twist(self, frame: str, t: float, linear: np.ndarray, angular: np.ndarray) -> None:
+        """Move ``frame``'s target with a twist (world axes) from time ``t`` on."""
+        if frame not in self.ee0:
+            raise ValueError(f"unknown end-effector '{frame}'; end-effectors: {list(self.ee0)}")
+        current = self._targets.get(frame)
+        if current is None:
+            pose = self.ee0[frame]
+            current = TaskReference(frame, pose.translation.copy(), pin.Quaternion(pose.rotation).coeffs().copy(),
+                                    np.zeros(3), np.zeros(3))
+        self._targets[frame] = self._advance(current, t)
+        self._twists[frame] = (float(t), np.asarray(linear, float), np.asarray(angular, float))
+
+    def clear_tasks(self, q_hold: np.ndarray) -> None:
+        """Drop every end-effector reference and hold the arm at ``q_hold``."""
+        self._targets.clear()
+        self._twists.clear()
+        self._trajectory = []
+        self._hold = np.asarray(q_hold, float).copy()
+
+    # --- references -------------------------------------------------------------------------
+    def _advance(self, ref: TaskReference, t: float) -> TaskReference:
+        """The target of a twist-driven frame at time t (position integrated, attitude too)."""
+        twist = self._twists.get(ref.frame)
+        if twist is None:
+            return ref
+        t0, v, w = twist
+        dt = max(0.0, min(t, t0 + self.twist_timeout) - t0)
+        moving = t - t0 <= self.twist_timeout
+        quat = ref.orientation_xyzw
+        if quat is not None and np.any(w):
+            R = pin.Quaternion(quat[3], *quat[:3]).toRotationMatrix()
+            quat = pin.Quaternion(pin.exp3(w * dt) @ R).coeffs().copy()
+        return TaskReference(ref.frame, ref.position + v * dt, quat,
+                             v if moving else np.zeros(3), w if moving else np.zeros(3))
+
+    def task_references(self, t: float) -> list[TaskReference]:
+        return [self._advance(ref, t) for ref in self._targets.values()]
+
+    def joint_reference(self, t: float) -> JointReference:
+        if not self._trajectory:
+            return JointReference.hold(self._hold)
+        pts = self._trajectory
+        if t <= pts[0][0]:
+            return JointReference.hold(pts[0][1])
+        if t >= pts[-1][0]:
+            return JointReference(pts[-1][1].copy(), np.zeros_like(pts[-1][1]), np.zeros_like(pts[-1][1]))
+        k = next(i for i in range(len(pts) - 1) if pts[i + 1][0] > t)
+        (t0, q0, v0), (t1, q1, v1) = pts[k], pts[k + 1]
+        h = t1 - t0
+        x = (t - t0) / h
+        # Cubic Hermite basis and its derivatives (position and velocity continuous).
+        h00, h10, h01, h11 = 2 * x**3 - 3 * x**2 + 1, x**3 - 2 * x**2 + x, -2 * x**3 + 3 * x**2, x**3 - x**2
+        d00, d10, d01, d11 = 6 * x**2 - 6 * x, 3 * x**2 - 4 * x + 1, -6 * x**2 + 6 * x, 3 * x**2 - 2 * x
+        a00, a10, a01, a11 = 12 * x - 6, 6 * x - 4, -12 * x + 6, 6 * x - 2
+        q = h00 * q0 + h10 * h * v0 + h01 * q1 + h11 * h * v1
+        v = (d00 * q0 + d10 * h * v0 + d01 * q1 + d11 * h * v1) / h
+        a = (a00 * q0 + a10 * h * v0 + a01 * q1 + a11 * h * v1) / h**2
+        return JointReference(q, v, a)

@@ -226,3 +226,15 @@ def _joint_vector(ff: FreeFlyerModel, values, what: str) -> np.ndarray:
             f"got shape {arr.shape}"
         )
     return arr.copy()
+
+
+def with_joint_positions(ff: FreeFlyerModel, q: np.ndarray, v_indices: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """A copy of configuration ``q`` with the joints at velocity indices ``v_indices`` set to
+    ``angles`` (rad); the base pose and the other joints are kept."""
+    model = ff.model
+    dq = pin.difference(model, pin.neutral(model), q)
+    dq[v_indices] = angles
+    out = pin.integrate(model, pin.neutral(model), dq)
+    base = 4 if ff.base == "planar" else 7
+    out[:base] = q[:base]  # the base pose exactly as given, not through log/exp
+    return out

@@ -1,0 +1,161 @@
+"""What every freeflyer node shares: declarative parameters, QoS profiles, message builders.
+
+rclpy and the message packages are imported here and in the node modules only (DESIGN.md §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+from freeflyer_control.model import FreeFlyerModel, load_robot
+from freeflyer_control.ros.conversions import MultiArrayFields, StateFields
+
+# States are streamed: a subscriber wants the newest sample, and a lost one is replaced 2 ms later.
+# Publishers are reliable so that reliable subscribers (robot_state_publisher) can connect too.
+STATE_PUB_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+STATE_SUB_QOS = qos_profile_sensor_data
+# Commands are few and each matters; the controller's watchdog covers a link that dies.
+COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+# The mode and the GJM column names: one owner, late joiners get the last value.
+LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter declaration: default, description, and range or choices."""
+
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    choices: Sequence[str] | None = None
+    read_only: bool = False
+
+
+def declare(node: Node, params: Sequence[Param]) -> dict[str, Any]:
+    """Declare ``params`` with descriptors (ranges for numbers, choices in the description) and
+    return their values."""
+    values = {}
+    for p in params:
+        desc = ParameterDescriptor(description=p.description, read_only=p.read_only)
+        if p.choices:
+            desc.additional_constraints = "one of: " + ", ".join(p.choices)
+        if p.range is not None:
+            if isinstance(p.default, int) and not isinstance(p.default, bool):
+                desc.integer_range = [IntegerRange(from_value=int(p.range[0]), to_value=int(p.range[1]), step=1)]
+            else:
+                desc.floating_point_range = [FloatingPointRange(from_value=float(p.range[0]),
+                                                                to_value=float(p.range[1]), step=0.0)]
+        values[p.name] = node.declare_parameter(p.name, p.default, desc).value
+        if p.choices and values[p.name] not in p.choices:
+            raise ValueError(f"parameter {p.name}='{values[p.name]}' must be one of {list(p.choices)}")
+    return values
+
+
+def robot_from_parameters(values: dict[str, Any]) -> FreeFlyerModel:
+    """The robot named by the ``robot`` parameter (bundled name, .yaml config or .urdf path),
+    with ``base`` / ``end_effectors`` completing a bare URDF."""
+    ees = [e for e in values.get("end_effectors", []) if e] or None
+    return load_robot(values["robot"], base=values.get("base") or None, end_effectors=ees)
+
+
+ROBOT_PARAMS = (
+    Param("robot", "planar_4link", "bundled robot name, robot config .yaml or .urdf path", read_only=True),
+    Param("base", "", "floating base for a bare URDF: planar or spatial (empty: from the config)",
+          choices=("", "planar", "spatial"), read_only=True),
+    Param("end_effectors", [""], "end-effector frames for a bare URDF", read_only=True),
+)
+
+
+def now_s(node: Node) -> float:
+    return node.get_clock().now().nanoseconds * 1e-9
+
+
+def multiarray(fields: MultiArrayFields) -> Float64MultiArray:
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=label, size=size, stride=stride)
+                      for label, size, stride in fields.dims]
+    msg.data = fields.data
+    return msg
+
+
+def vector_msg(values: Sequence[float], label: str) -> Float64MultiArray:
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(values), stride=len(values))]
+    msg.data = [float(x) for x in values]
+    return msg
+
+
+def state_messages(node: Node, fields: StateFields, base_link: str) -> tuple[JointState, Odometry, TransformStamped]:
+    """JointState, Odometry (pose and twist in world, DESIGN.md §5) and the world->base TF."""
+    stamp = node.get_clock().now().to_msg()
+    js = JointState()
+    js.header.stamp = stamp
+    js.name = list(fields.joint_names)
+    js.position = fields.joint_positions.tolist()
+    js.velocity = fields.joint_velocities.tolist()
+    b = fields.base
+    odom = Odometry()
+    odom.header.stamp = stamp
+    odom.header.frame_id = "world"
+    odom.child_frame_id = base_link
+    pose = odom.pose.pose
+    pose.position.x, pose.position.y, pose.position.z = b.position.tolist()
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = b.orientation_xyzw.tolist()
+    tw = odom.twist.twist
+    tw.linear.x, tw.linear.y, tw.linear.z = b.linear_velocity.tolist()
+    tw.angular.x, tw.angular.y, tw.angular.z = b.angular_velocity.tolist()
+    tf = TransformStamped()
+    tf.header.stamp = stamp
+    tf.header.frame_id = "world"
+    tf.child_frame_id = base_link
+    t = tf.transform.translation
+    t.x, t.y, t.z = b.position.tolist()
+    tf.transform.rotation = pose.orientation
+    return js, odom, tf
+
+
+LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
+          "stale": DiagnosticStatus.STALE}
+
+
+def diagnostics(node: Node, name: str, level: str, message: str, values: dict[str, Any]) -> DiagnosticArray:
+    status = DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=node.get_name())
+    status.values = [KeyValue(key=str(k), value=str(v)) for k, v in values.items()]
+    arr = DiagnosticArray()
+    arr.header.stamp = node.get_clock().now().to_msg()
+    arr.status = [status]
+    return arr
+
+
+def param_result(reason: str | None) -> SetParametersResult:
+    return SetParametersResult(successful=reason is None, reason=reason or "")
+
+
+def spin_node(factory: Callable[[], Node], args=None) -> None:
+    """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = factory()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()

@@ -1,0 +1,239 @@
+"""controller_node: computed-torque / resolved-rate control of a free-flyer, the mode's owner.
+
+Subscribes:
+  /joint_states                sensor_msgs/JointState       measured joints (plant or testbed)
+  /base/odom                   nav_msgs/Odometry            base pose and twist in world
+  /ee_target/<frame>           geometry_msgs/PoseStamped    end-effector target (world)
+  /ee_twist_command/<frame>    geometry_msgs/TwistStamped   end-effector velocity command (world)
+  /joint_trajectory            trajectory_msgs/JointTrajectory  arm joint trajectory
+  /estop                       std_msgs/Bool                True latches a stop
+Publishes at ``rate``:
+  /joint_effort_commands       std_msgs/Float64MultiArray   arm torques, arm joint order
+  /reaction_wheels/command     std_msgs/Float64MultiArray   wheel torques
+  /thrusters/command           std_msgs/Float64MultiArray   thruster forces (base_actuation=thrusters)
+  /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
+  /mode                        std_msgs/String, transient local: the mode in force
+  /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray)
+Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused
+with the reason. Service ~/reset_estop (std_srvs/Trigger).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Point, PoseStamped, TwistStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from freeflyer_control.control.effort import BASE_ACTUATION
+from freeflyer_control.control.loop import CONTROLLERS
+from freeflyer_control.nodes.common import (
+    COMMAND_QOS,
+    LATCHED_QOS,
+    ROBOT_PARAMS,
+    STATE_SUB_QOS,
+    Param,
+    declare,
+    diagnostics,
+    now_s,
+    param_result,
+    robot_from_parameters,
+    spin_node,
+    vector_msg,
+)
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
+from freeflyer_control.runtime.controller_server import ControllerServer
+
+PARAMS = ROBOT_PARAMS + (
+    Param("rate", 500.0, "control rate, Hz", range=(1.0, 2000.0), read_only=True),
+    Param("controller", "computed_torque", "control law (settable at run time)", choices=CONTROLLERS),
+    Param("mode", "floating", "maneuvering mode (settable at run time; refused if the robot lacks the "
+          "actuators)", choices=tuple(m.value for m in Mode)),
+    Param("base_actuation", "thrusters", "how base wrenches are produced", choices=BASE_ACTUATION,
+          read_only=True),
+    Param("watchdog_timeout", 0.0, "input age that stops the robot, s (0: 1.5 control periods)",
+          range=(0.0, 1.0), read_only=True),
+    Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+)
+
+
+class ControllerNode(Node):
+    def __init__(self):
+        super().__init__("controller_node")
+        p = declare(self, PARAMS)
+        self.ff = robot_from_parameters(p)
+        self.server = ControllerServer(self.ff, rate=p["rate"], controller=p["controller"], mode=p["mode"],
+                                       watchdog_timeout=p["watchdog_timeout"] or None,
+                                       base_actuation=p["base_actuation"])
+        self.ideal_base = p["base_actuation"] == "ideal"
+        self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
+        self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
+        self.pub_thrust = self.create_publisher(Float64MultiArray, "thrusters/command", COMMAND_QOS)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "base/wrench_command", COMMAND_QOS)
+        self.pub_mode = self.create_publisher(String, "mode", LATCHED_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.pub_targets = self.create_publisher(MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
+        self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(Bool, "estop", self._on_estop, LATCHED_QOS)
+        for frame in self.ff.end_effectors:
+            self.create_subscription(PoseStamped, f"ee_target/{frame}",
+                                     lambda m, f=frame: self._on_target(f, m), COMMAND_QOS)
+            self.create_subscription(TwistStamped, f"ee_twist_command/{frame}",
+                                     lambda m, f=frame: self._on_twist(f, m), COMMAND_QOS)
+        self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
+        self.add_on_set_parameters_callback(self._on_params)
+        self.create_timer(1.0 / p["rate"], self._tick)
+        self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
+        self.last = None
+        self.pub_mode.publish(String(data=self.server.mode.value))
+        self.get_logger().info(f"controlling {self.ff.name}: {p['controller']}, mode {p['mode']}, "
+                               f"{p['rate']:g} Hz")
+
+    # --- inputs -------------------------------------------------------------------------------
+    def _on_joints(self, msg: JointState) -> None:
+        self.server.on_joint_state(msg.name, msg.position, msg.velocity, now_s(self))
+
+    def _on_odom(self, msg: Odometry) -> None:
+        try:
+            reading = read_odometry(msg)
+        except MessageError as exc:
+            reading = exc
+        self.server.on_base_odometry(reading, now_s(self))
+
+    def _refuse(self, what: str, exc: Exception) -> None:
+        self.server.record_error(exc if isinstance(exc, MessageError) else MessageError("reference", str(exc)))
+        self.get_logger().warning(f"{what} refused: {exc}", throttle_duration_sec=1.0)
+
+    def _on_target(self, frame: str, msg: PoseStamped) -> None:
+        try:
+            self._require_world(msg.header.frame_id)
+            p, o = msg.pose.position, msg.pose.orientation
+            quat = finite_array([o.x, o.y, o.z, o.w], "target orientation", 4)
+            orientation = None if not np.any(quat) else quat / np.linalg.norm(quat)  # all-zero: position only
+            self.server.set_ee_target(frame, finite_array([p.x, p.y, p.z], "target position", 3), orientation)
+        except (MessageError, ValueError) as exc:
+            self._refuse(f"ee_target/{frame}", exc)
+
+    def _on_twist(self, frame: str, msg: TwistStamped) -> None:
+        try:
+            self._require_world(msg.header.frame_id)
+            lin, ang = msg.twist.linear, msg.twist.angular
+            self.server.set_ee_twist(frame, now_s(self), finite_array([lin.x, lin.y, lin.z], "twist", 3),
+                                     finite_array([ang.x, ang.y, ang.z], "twist", 3))
+        except (MessageError, ValueError) as exc:
+            self._refuse(f"ee_twist_command/{frame}", exc)
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            points = [(pt.time_from_start.sec + 1e-9 * pt.time_from_start.nanosec,
+                       finite_array(pt.positions, "trajectory positions", len(msg.joint_names)),
+                       finite_array(pt.velocities, "trajectory velocities") if len(pt.velocities) else [])
+                      for pt in msg.points]
+            self.server.set_joint_trajectory(msg.joint_names, points, now_s(self))
+        except (MessageError, ValueError) as exc:
+            self._refuse("joint_trajectory", exc)
+
+    @staticmethod
+    def _require_world(frame_id: str) -> None:
+        if frame_id not in ("", "world"):
+            raise ValueError(f"frame '{frame_id}' not supported: give references in world")
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self.server.estop(now_s(self), "e-stop requested on /estop")
+            self.get_logger().error("E-STOP: zero torques, thrusters off (call ~/reset_estop to resume)")
+
+    def _on_reset_estop(self, request, response):
+        response.success, response.message = self.server.reset_estop()
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_params(self, params: list[Parameter]):
+        for prm in params:
+            if prm.name == "mode":
+                reason = self.server.validate_mode(prm.value)
+                if reason:
+                    self.get_logger().warning(f"mode '{prm.value}' refused: {reason}")
+                    return param_result(reason)
+            elif prm.name == "controller":
+                try:
+                    self.server.set_controller(prm.value)
+                except ValueError as exc:
+                    return param_result(str(exc))
+        for prm in params:
+            if prm.name == "mode" and Mode.parse(prm.value) is not self.server.mode:
+                switch = self.server.request_mode(prm.value, now_s(self), "parameter")
+                if switch.accepted:
+                    self.pub_mode.publish(String(data=self.server.mode.value))
+                    self.get_logger().info(f"mode {switch.from_mode.value} -> {switch.to_mode.value}")
+        return param_result(None)
+
+    # --- the tick -----------------------------------------------------------------------------
+    def _tick(self) -> None:
+        out = self.server.tick(now_s(self))
+        act = out.actuation
+        self.pub_arm.publish(vector_msg(act.arm_torques, "arm_joints"))
+        if act.wheel_torques.size:
+            self.pub_wheels.publish(vector_msg(act.wheel_torques, "wheels"))
+        if act.thruster_forces.size:
+            self.pub_thrust.publish(vector_msg(act.thruster_forces, "thrusters"))
+        if self.ideal_base:
+            self.pub_wrench.publish(self._wrench(act.base_wrench_world))
+        if out.status != "ok" and (self.last is None or self.last.status != out.status):
+            self.get_logger().warning(f"commands zeroed ({out.status}): {out.reason}")
+        if out.info is not None and out.info.tasks:
+            self.pub_targets.publish(self._target_markers(out.info.tasks))
+        self.last = out
+
+    def _wrench(self, w: np.ndarray) -> WrenchStamped:
+        msg = WrenchStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = "world"
+        full = np.array([w[0], w[1], 0.0, 0.0, 0.0, w[2]]) if w.size == 3 else w
+        f, t = msg.wrench.force, msg.wrench.torque
+        f.x, f.y, f.z, t.x, t.y, t.z = (float(x) for x in full)
+        return msg
+
+    def _target_markers(self, tasks) -> MarkerArray:
+        markers = []
+        for i, task in enumerate(tasks):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = "world", self.get_clock().now().to_msg()
+            mk.ns, mk.id, mk.type, mk.action = "ee_targets", i, Marker.SPHERE, Marker.ADD
+            mk.scale.x = mk.scale.y = mk.scale.z = 0.04
+            mk.color.g, mk.color.a = 1.0, 0.8
+            mk.pose.orientation.w = 1.0
+            mk.pose.position = Point(x=float(task.position[0]), y=float(task.position[1]), z=float(task.position[2]))
+            markers.append(mk)
+        return MarkerArray(markers=markers)
+
+    def _diagnose(self) -> None:
+        s = self.server
+        status = self.last.status if self.last else "waiting"
+        values = {"mode": s.mode.value, "controller": s.loop.controller, "status": status,
+                  "ticks": s.stats.ticks, "zero_command_ticks": s.stats.zero_ticks,
+                  "refused_messages": s.stats.errors.total, "last_refusal": s.stats.errors.last,
+                  "trips": len(s.stats.trips)}
+        if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
+            values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
+        level = "ok" if status == "ok" else ("error" if status in ("estop", "stale") else "warn")
+        message = status if status == "ok" else f"{status}: {self.last.reason if self.last else ''}"
+        self.pub_diag.publish(diagnostics(self, "freeflyer: controller", level, message, values))
+
+
+def main(args=None) -> None:
+    spin_node(ControllerNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""gjm_node: publishes the Generalized Jacobian of each configured frame, live.
+
+Subscribes /joint_states, /base/odom and /mode (std_msgs/String, transient local). For each frame
+F it publishes at ``rate``:
+  /gjm/F             std_msgs/Float64MultiArray  rows x cols, row-major; dims labelled
+                     "twist" (vx vy vz wx wy wz, planar vx vy wz, world axes) and "actuated"
+  /gjm/F/columns     std_msgs/String (transient local)  the column order: comma-separated arm
+                     joint names, then the mode's commanded base velocities
+  /gjm/F/singularity std_msgs/Float64MultiArray  [sigma_min, manipulability, condition number]
+and /freeflyer/markers (visualization_msgs/MarkerArray): the system CoM, the linear and angular
+momentum at the CoM, and the end-effector frames' positions, for rviz.
+"""
+
+from __future__ import annotations
+
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from visualization_msgs.msg import Marker, MarkerArray
+
+from freeflyer_control.nodes.common import (
+    LATCHED_QOS,
+    ROBOT_PARAMS,
+    STATE_PUB_QOS,
+    STATE_SUB_QOS,
+    Param,
+    declare,
+    multiarray,
+    robot_from_parameters,
+    spin_node,
+    vector_msg,
+)
+from freeflyer_control.physics.momentum import centroidal_momentum
+from freeflyer_control.ros.conversions import (
+    ErrorCounter,
+    JointStateReader,
+    MessageError,
+    read_odometry,
+    state_from_readings,
+)
+from freeflyer_control.runtime.gjm_server import GjmServer
+
+PARAMS = ROBOT_PARAMS + (
+    Param("frames", [""], "frames to publish the GJM of (empty: the end-effectors)", read_only=True),
+    Param("rate", 50.0, "publication rate, Hz", range=(0.1, 1000.0), read_only=True),
+    Param("momentum_arrow_scale", 5.0, "rviz arrow length per unit momentum, m/(kg m/s)",
+          range=(0.0, 1000.0)),
+)
+
+
+class GjmNode(Node):
+    def __init__(self):
+        super().__init__("gjm_node")
+        p = declare(self, PARAMS)
+        self.ff = robot_from_parameters(p)
+        self.server = GjmServer(self.ff, tuple(f for f in p["frames"] if f))
+        self.reader = JointStateReader(self.ff.joint_names)
+        self.errors = ErrorCounter()
+        self.joints = self.base = None
+        self.data = self.ff.create_data()
+        self.pub = {f: self.create_publisher(Float64MultiArray, f"gjm/{f}", STATE_PUB_QOS) for f in self.server.frames}
+        self.pub_cols = {f: self.create_publisher(String, f"gjm/{f}/columns", LATCHED_QOS) for f in self.server.frames}
+        self.pub_sing = {f: self.create_publisher(Float64MultiArray, f"gjm/{f}/singularity", STATE_PUB_QOS)
+                         for f in self.server.frames}
+        self.pub_markers = self.create_publisher(MarkerArray, "freeflyer/markers", STATE_PUB_QOS)
+        self.columns: dict[str, str] = {}
+        self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
+        self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
+        self.create_subscription(String, "mode", self._on_mode, LATCHED_QOS)
+        self.create_timer(1.0 / p["rate"], self._publish)
+
+    def _on_joints(self, msg: JointState) -> None:
+        try:
+            self.joints = self.reader.read_msg(msg)
+        except MessageError as exc:
+            self.errors.record(exc)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        try:
+            self.base = read_odometry(msg)
+        except MessageError as exc:
+            self.errors.record(exc)
+
+    def _on_mode(self, msg: String) -> None:
+        try:
+            self.server.set_mode(msg.data)
+        except ValueError as exc:
+            self.get_logger().error(f"ignoring /mode '{msg.data}': {exc}")
+
+    def _publish(self) -> None:
+        if self.joints is None or self.base is None:
+            return
+        state = state_from_readings(self.ff, self.joints, self.base)
+        for frame, out in self.server.compute(state).items():
+            self.pub[frame].publish(multiarray(out.array))
+            m = out.measures
+            self.pub_sing[frame].publish(vector_msg([m.sigma_min, m.manipulability, m.condition_number],
+                                                    "sigma_min,manipulability,condition_number"))
+            cols = ",".join(out.gjm.column_names)
+            if self.columns.get(frame) != cols:
+                self.columns[frame] = cols
+                self.pub_cols[frame].publish(String(data=cols))
+        self.pub_markers.publish(self._markers(state))
+
+    def _markers(self, state) -> MarkerArray:
+        h = centroidal_momentum(self.ff, self.data, state)
+        com = self.data.com[0]
+        scale = self.get_parameter("momentum_arrow_scale").value
+        stamp = self.get_clock().now().to_msg()
+
+        def marker(ident, kind, rgba, size):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = "world", stamp
+            mk.ns, mk.id, mk.type, mk.action = "freeflyer", ident, kind, Marker.ADD
+            mk.scale.x, mk.scale.y, mk.scale.z = size
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = rgba
+            mk.pose.orientation.w = 1.0
+            mk.lifetime = Duration(sec=1)
+            return mk
+
+        com_mk = marker(0, Marker.SPHERE, (1.0, 0.8, 0.0, 1.0), (0.05, 0.05, 0.05))
+        com_mk.pose.position = Point(x=float(com[0]), y=float(com[1]), z=float(com[2]))
+        markers = [com_mk]
+        for ident, vec, rgba in ((1, h[:3], (0.9, 0.2, 0.2, 1.0)), (2, h[3:], (0.2, 0.4, 0.9, 1.0))):
+            arrow = marker(ident, Marker.ARROW, rgba, (0.01, 0.02, 0.03))
+            tip = com + scale * vec
+            arrow.points = [Point(x=float(com[0]), y=float(com[1]), z=float(com[2])),
+                            Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
+            markers.append(arrow)
+        return MarkerArray(markers=markers)
+
+
+def main(args=None) -> None:
+    spin_node(GjmNode, args)
+
+
+if __name__ == "__main__":
+    main()

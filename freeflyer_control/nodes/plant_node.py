@@ -1,0 +1,148 @@
+"""plant_node: the simulated free-flyer, stepping at a fixed rate.
+
+Subscribes (commands, held until replaced, zeroed after ``command_timeout``):
+  /joint_effort_commands       std_msgs/Float64MultiArray  arm joint torques, arm joint order
+  /reaction_wheels/command     std_msgs/Float64MultiArray  wheel torques, robot-config order
+  /thrusters/command           std_msgs/Float64MultiArray  thruster forces, robot-config order
+  /base/wrench_command         geometry_msgs/WrenchStamped ideal base wrench, world axes
+Publishes: /joint_states, /base/odom (pose and twist in world), TF world -> base_link,
+/diagnostics. Service ~/reset (std_srvs/Trigger) puts the plant back to its initial state.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from tf2_ros import TransformBroadcaster
+
+from freeflyer_control.nodes.common import (
+    COMMAND_QOS,
+    ROBOT_PARAMS,
+    STATE_PUB_QOS,
+    Param,
+    declare,
+    diagnostics,
+    now_s,
+    robot_from_parameters,
+    spin_node,
+    state_messages,
+)
+from freeflyer_control.physics.state import make_state
+from freeflyer_control.ros.conversions import MessageError
+from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
+
+PARAMS = ROBOT_PARAMS + (
+    Param("rate", 500.0, "integration and publication rate, Hz", range=(1.0, 5000.0), read_only=True),
+    Param("initial_joint_positions", [0.0], "initial joint angles, rad, in the robot's joint order "
+          "([0.0]: all zero)", read_only=True),
+    Param("initial_base_position", [0.0, 0.0, 0.0], "initial base_link position in world, m", read_only=True),
+    Param("initial_base_yaw", 0.0, "initial base heading, rad", range=(-3.1416, 3.1416), read_only=True),
+    Param("command_timeout", 0.1, "commands older than this are dropped to zero, s", range=(0.001, 10.0)),
+    Param("latency", 0.0, "measurement latency, s", range=(0.0, 1.0), read_only=True),
+    Param("noise_joint_position", 0.0, "joint angle noise std, rad", range=(0.0, 0.1), read_only=True),
+    Param("noise_joint_velocity", 0.0, "joint rate noise std, rad/s", range=(0.0, 1.0), read_only=True),
+    Param("noise_base_position", 0.0, "base position noise std, m", range=(0.0, 0.1), read_only=True),
+    Param("noise_base_attitude", 0.0, "base attitude noise std, rad", range=(0.0, 0.1), read_only=True),
+    Param("noise_base_velocity", 0.0, "base linear and angular rate noise std, m/s and rad/s",
+          range=(0.0, 1.0), read_only=True),
+    Param("seed", 0, "noise seed", range=(0, 2**31 - 1), read_only=True),
+    Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+)
+
+
+class PlantNode(Node):
+    def __init__(self):
+        super().__init__("plant_node")
+        p = declare(self, PARAMS)
+        self.ff = robot_from_parameters(p)
+        q0 = p["initial_joint_positions"]
+        q0 = None if list(q0) == [0.0] else list(q0)
+        state = make_state(self.ff, base_position=p["initial_base_position"],
+                           joint_positions=q0,
+                           **({"base_yaw": p["initial_base_yaw"]} if self.ff.base == "planar" else {}))
+        noise = SensorNoise(p["noise_joint_position"], p["noise_joint_velocity"], p["noise_base_position"],
+                            p["noise_base_attitude"], p["noise_base_velocity"], p["noise_base_velocity"])
+        self.server = PlantServer(self.ff, state, rate=p["rate"], command_timeout=p["command_timeout"],
+                                  noise=noise, latency=p["latency"], seed=p["seed"])
+        self.period = 1.0 / p["rate"]
+        self.errors = 0
+        self.overruns = 0
+        self.steps = 0
+        self.wall0 = time.monotonic()
+
+        self.pub_js = self.create_publisher(JointState, "joint_states", STATE_PUB_QOS)
+        self.pub_odom = self.create_publisher(Odometry, "base/odom", STATE_PUB_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.tf = TransformBroadcaster(self)
+        self.create_subscription(Float64MultiArray, "joint_effort_commands",
+                                 lambda m: self._command(self.server.set_arm_torques, m.data), COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "reaction_wheels/command",
+                                 lambda m: self._command(self.server.set_wheel_torques, m.data), COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "thrusters/command",
+                                 lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
+        self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_timer(self.period, self._step)
+        self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
+        self._publish()
+        self.get_logger().info(f"simulating {self.ff.name} ({self.ff.base} base) at {p['rate']:g} Hz")
+
+    def _command(self, setter, data) -> None:
+        try:
+            setter(data, now_s(self))
+        except MessageError as exc:
+            self.errors += 1
+            self.get_logger().warning(f"command refused: {exc}", throttle_duration_sec=1.0)
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        if msg.header.frame_id not in ("", "world"):
+            self.errors += 1
+            self.get_logger().warning(f"base wrench in frame '{msg.header.frame_id}' refused: give it in world",
+                                      throttle_duration_sec=1.0)
+            return
+        f, t = msg.wrench.force, msg.wrench.torque
+        self._command(self.server.set_base_wrench_world, [f.x, f.y, f.z, t.x, t.y, t.z])
+
+    def _step(self) -> None:
+        start = time.perf_counter()
+        self.server.step(now_s(self))
+        self.steps += 1
+        self._publish()
+        if time.perf_counter() - start > self.period:
+            self.overruns += 1
+
+    def _publish(self) -> None:
+        js, odom, tf = state_messages(self, self.server.measurement(), self.ff.base_link)
+        self.pub_js.publish(js)
+        self.pub_odom.publish(odom)
+        self.tf.sendTransform(tf)
+
+    def _diagnose(self) -> None:
+        d = self.server.diagnostics()
+        wall = time.monotonic() - self.wall0
+        values = {**d, "real_time_factor": f"{self.steps * self.period / wall:.3f}" if wall > 0 else "-",
+                  "step_overruns": self.overruns, "refused_commands": self.errors}
+        level = "warn" if self.overruns or self.errors else "ok"
+        self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, "simulating", values))
+
+    def _on_reset(self, request, response):
+        self.server.reset()
+        self._publish()
+        response.success, response.message = True, "plant reset to its initial state"
+        return response
+
+
+def main(args=None) -> None:
+    spin_node(PlantNode, args)
+
+
+if __name__ == "__main__":
+    main()

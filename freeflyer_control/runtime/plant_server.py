@@ -1,0 +1,149 @@
+"""The simulated plant node's logic: held commands in, noisy delayed measurements out.
+
+Commands are held (zero-order hold) until replaced; a command older than ``command_timeout``
+is dropped to zero, like an actuator driver with its own watchdog. Measurements can carry
+Gaussian noise and a fixed latency (a queue of past states), so a controller can be tried
+against the imperfect sensing of a testbed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.actuators import Actuation
+from freeflyer_control.physics.momentum import centroidal_momentum
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State
+from freeflyer_control.ros.conversions import BaseReading, StateFields, fields_from_state, finite_array
+
+
+@dataclass(frozen=True)
+class SensorNoise:
+    """Standard deviations of white measurement noise (0: perfect sensing).
+
+    Attributes:
+        joint_position: rad. joint_velocity: rad/s. base_position: m. base_attitude: rad (a
+        small rotation about a random axis). base_linear_velocity: m/s. base_angular_velocity: rad/s.
+    """
+
+    joint_position: float = 0.0
+    joint_velocity: float = 0.0
+    base_position: float = 0.0
+    base_attitude: float = 0.0
+    base_linear_velocity: float = 0.0
+    base_angular_velocity: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"noise {name} must be finite and >= 0, got {value}")
+
+
+class PlantServer:
+    """Args:
+    ff: the robot.
+    state: initial state.
+    rate: integration (and publication) rate, Hz.
+    command_timeout: s; commands older than this are zeroed.
+    noise: measurement noise.
+    latency: s; measurements are this old (rounded to whole steps).
+    seed: noise seed.
+    """
+
+    def __init__(self, ff: FreeFlyerModel, state: State, *, rate: float, command_timeout: float = 0.1,
+                 noise: SensorNoise = SensorNoise(), latency: float = 0.0, seed: int = 0):
+        if not rate > 0:
+            raise ValueError(f"rate must be > 0 Hz, got {rate}")
+        if latency < 0:
+            raise ValueError(f"latency must be >= 0 s, got {latency}")
+        self.ff = ff
+        self.initial = state.copy()
+        self.plant = Plant(ff, state, 1.0 / rate)
+        self.command_timeout = command_timeout
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+        self.delay_steps = int(round(latency * rate))
+        self.history: deque[State] = deque(maxlen=self.delay_steps + 1)
+        self.history.append(self.plant.state.copy())
+        n_arm, n_w, n_t = len(ff.arm_joint_names), len(ff.wheel_joint_names), len(ff.thrusters)
+        self._cmd = {"arm": (np.zeros(n_arm), -np.inf), "wheels": (np.zeros(n_w), -np.inf),
+                     "thrusters": (np.zeros(n_t), -np.inf), "wrench": (np.zeros(ff.nb), -np.inf)}
+
+    # --- commands ---------------------------------------------------------------------------
+    def set_arm_torques(self, values, now: float) -> None:
+        self._set("arm", values, now, len(self.ff.arm_joint_names))
+
+    def set_wheel_torques(self, values, now: float) -> None:
+        self._set("wheels", values, now, len(self.ff.wheel_joint_names))
+
+    def set_thruster_forces(self, values, now: float) -> None:
+        self._set("thrusters", values, now, len(self.ff.thrusters))
+
+    def set_base_wrench_world(self, wrench6, now: float) -> None:
+        """A wrench on the base about the base_link origin, world axes (fx fy fz mx my mz)."""
+        w = finite_array(wrench6, "base wrench", 6)
+        self._set("wrench", w[[0, 1, 5]] if self.ff.base == "planar" else w, now, self.ff.nb)
+
+    def _set(self, key: str, values, now: float, size: int) -> None:
+        self._cmd[key] = (finite_array(values, key, size), now)
+
+    def actuation(self, now: float) -> Actuation:
+        """The held commands, with stale ones zeroed."""
+        parts = [v if now - t <= self.command_timeout else np.zeros_like(v) for v, t in self._cmd.values()]
+        return Actuation(*parts)
+
+    # --- time ---------------------------------------------------------------------------------
+    def step(self, now: float) -> None:
+        """Advance one period under the commands held at ``now``."""
+        self.plant.step(self.actuation(now))
+        self.history.append(self.plant.state.copy())
+
+    def reset(self, state: State | None = None) -> None:
+        self.plant.state = (state or self.initial).copy()
+        self.plant.t = 0.0
+        self.history.clear()
+        self.history.append(self.plant.state.copy())
+        for key, (v, _) in self._cmd.items():
+            self._cmd[key] = (np.zeros_like(v), -np.inf)
+
+    # --- outputs ------------------------------------------------------------------------------
+    def measurement(self) -> StateFields:
+        """The (delayed, noisy) state to publish."""
+        fields = fields_from_state(self.ff, self.history[0])
+        n = self.noise
+        if not any(n.__dict__.values()):
+            return fields
+        rng = self.rng
+        jp = fields.joint_positions + rng.normal(0, n.joint_position, fields.joint_positions.shape)
+        jv = fields.joint_velocities + rng.normal(0, n.joint_velocity, fields.joint_velocities.shape)
+        b = fields.base
+        planar = self.ff.base == "planar"
+        mask = np.array([1.0, 1.0, 0.0]) if planar else np.ones(3)
+        axis = np.array([0.0, 0.0, 1.0]) if planar else rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        angle = rng.normal(0, n.base_attitude)
+        dq = np.concatenate([axis * np.sin(angle / 2), [np.cos(angle / 2)]])
+        quat = _quat_mul_xyzw(dq, b.orientation_xyzw)
+        ang_mask = np.array([0.0, 0.0, 1.0]) if planar else np.ones(3)
+        base = BaseReading(
+            b.position + mask * rng.normal(0, n.base_position, 3),
+            quat,
+            b.linear_velocity + mask * rng.normal(0, n.base_linear_velocity, 3),
+            b.angular_velocity + ang_mask * rng.normal(0, n.base_angular_velocity, 3),
+        )
+        return StateFields(fields.joint_names, jp, jv, base)
+
+    def diagnostics(self) -> dict[str, float]:
+        h = centroidal_momentum(self.ff, self.plant.data, self.plant.state)
+        return {"t": self.plant.t, "linear_momentum": float(np.linalg.norm(h[:3])),
+                "angular_momentum": float(np.linalg.norm(h[3:]))}
+
+
+def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of (x, y, z, w) quaternions."""
+    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), [aw * bw - av @ bv]])
