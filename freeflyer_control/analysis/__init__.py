@@ -1,0 +1,1 @@
+"""Layer 3: analysis (no ROS): dynamic singularities, workspaces, nonholonomic planning."""
