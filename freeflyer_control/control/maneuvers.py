@@ -31,7 +31,7 @@ WILDE_PHASES = ((10.0, 0.1), (2.0, 0.0), (20.0, -0.1), (2.0, 0.0), (10.0, 0.1))
 WILDE_PERIOD = sum(d for d, _ in WILDE_PHASES)
 
 
-def _min_jerk(x: float) -> tuple[float, float, float]:
+def min_jerk(x: float) -> tuple[float, float, float]:
     """s, ds/dx, d2s/dx2 of the minimum-jerk (quintic) ramp from 0 to 1 on x in [0, 1]."""
     x = min(max(x, 0.0), 1.0)
     return (10 * x**3 - 15 * x**4 + 6 * x**5,
@@ -106,7 +106,7 @@ class EEPoint(Maneuver):
         self.name, self.task_space, self.duration = "ee-point", True, self.move_time + 5.0
 
     def task_references(self, t: float) -> list[TaskReference]:
-        s, ds, _ = _min_jerk(t / self.move_time)
+        s, ds, _ = min_jerk(t / self.move_time)
         refs = []
         for i, (ee, pose) in enumerate(self.ee0.items()):
             # Back toward the base and sideways: inside the workspace of a stretched arm.
@@ -127,7 +127,7 @@ class EECircle(Maneuver):
         self.name, self.task_space, self.duration = "ee-circle", True, self.period + 5.0
 
     def task_references(self, t: float) -> list[TaskReference]:
-        s, ds, _ = _min_jerk(t / self.period)
+        s, ds, _ = min_jerk(t / self.period)
         phi, dphi = 2 * np.pi * s, 2 * np.pi * ds / self.period
         refs = []
         for ee, pose in self.ee0.items():
