@@ -68,3 +68,21 @@ def zero_momentum(ff: FreeFlyerModel, state: State) -> State:
     v = state.v.copy()
     v[:nb] = -np.linalg.solve(M[:nb, :nb], M[:nb, nb:] @ v[nb:])
     return State(state.q.copy(), v)
+
+
+BARE_PLANAR_URDF = """<robot name="bare">
+  <link name="base_link"><inertial><mass value="10"/>
+    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l1"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def bare_planar_robot() -> FreeFlyerModel:
+    """A one-link planar free-flyer from a bare URDF: no wheels, no thrusters."""
+    from freeflyer_control.model import load_model
+
+    return load_model(BARE_PLANAR_URDF, base="planar", end_effectors=["l1"])

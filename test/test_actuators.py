@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import BUNDLED_ROBOTS, random_state, robot
+from conftest import BUNDLED_ROBOTS, bare_planar_robot, random_state, robot
 
 from freeflyer_control.errors import ModeError
-from freeflyer_control.model import load_model
 from freeflyer_control.physics.actuators import (
     Actuation,
     generalized_forces,
@@ -78,19 +77,6 @@ def test_every_bundled_robot_can_fly_every_mode(name):
     assert {m: mode_support(ff, m) for m in Mode} == {m: None for m in Mode}
 
 
-def _bare(base="planar"):
-    urdf = """<robot name="bare">
-      <link name="base_link"><inertial><mass value="10"/>
-        <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <link name="l1"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
-        <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
-        <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
-        <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
-    </robot>"""
-    return load_model(urdf, base=base, end_effectors=["l1"])
-
-
 @pytest.mark.parametrize("mode, needs", [
     (Mode.ROTATION_FLOATING, "reaction wheels"),
     (Mode.ROTATION_FLYING, "thrusters"),
@@ -98,7 +84,7 @@ def _bare(base="planar"):
     (Mode.FLYING, "thrusters"),
 ])
 def test_modes_needing_missing_actuators_are_refused_with_the_reason(mode, needs):
-    ff = _bare()
+    ff = bare_planar_robot()
     with pytest.raises(ModeError, match=needs):
         require_mode(ff, mode)
     assert require_mode(ff, "floating") is Mode.FLOATING

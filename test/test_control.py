@@ -7,13 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import robot
+from conftest import bare_planar_robot, robot
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import WILDE_PERIOD, Maneuver, make_maneuver
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.control.resolved_rate import ResolvedRateGains
-from freeflyer_control.model import load_model
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import make_state
@@ -147,16 +146,7 @@ def test_switching_mid_maneuver_is_bumpless_and_logged():
 
 
 def test_impossible_switch_is_refused_with_reason_and_mode_kept():
-    urdf = """<robot name="bare">
-      <link name="base_link"><inertial><mass value="10"/>
-        <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <link name="l1"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
-        <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
-        <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
-        <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
-    </robot>"""
-    ff = load_model(urdf, base="planar", end_effectors=["l1"])
+    ff = bare_planar_robot()
     loop = ControlLoop(ff, make_maneuver("wilde"))
     loop.start(make_state(ff))
     outcome = loop.request_mode("flying", 1.0, "operator")

@@ -29,6 +29,14 @@ def robot_from_args(args: argparse.Namespace) -> FreeFlyerModel:
     return load_robot(args.robot, base=args.base, end_effectors=args.ee)
 
 
+def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
+    """``--frame``, or the robot's first end-effector."""
+    frame = frame or (ff.end_effectors[0] if ff.end_effectors else None)
+    if frame is None:
+        raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    return frame
+
+
 def parse_joint_positions(ff: FreeFlyerModel, text: str | None) -> dict[str, float]:
     """Joint angles from JSON: {"joint": rad, ...}, or a list for the arm joints (in
     ``ff.arm_joint_names`` order) or for all joints (``ff.joint_names`` order)."""

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions, robot_from_args
+from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions, frame_from_args, robot_from_args
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import singularity_measures
@@ -31,9 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     ff = robot_from_args(args)
-    frame = args.frame or (ff.end_effectors[0] if ff.end_effectors else None)
-    if frame is None:
-        raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    frame = frame_from_args(ff, args.frame)
     state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))
     G = generalized_jacobian(ff, ff.create_data(), state, Mode.parse(args.mode), frame)
     if args.json:

@@ -17,7 +17,7 @@ from freeflyer_control.analysis.workspace import (
     planar_workspace,
     reachable_annulus,
 )
-from freeflyer_control.cli.common import add_robot_arguments, robot_from_args
+from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, robot_from_args
 from freeflyer_control.errors import ModelError
 
 
@@ -41,9 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     ff = robot_from_args(args)
-    frame = args.frame or (ff.end_effectors[0] if ff.end_effectors else None)
-    if frame is None:
-        raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    frame = frame_from_args(ff, args.frame)
     if ff.base != "planar":
         raise ModelError(
             f"workspaces are computed for planar bases; robot '{ff.name}' has a spatial base"
