@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
-from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions, frame_from_args, robot_from_args
+from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, parse_joint_positions, robot_from_args
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import singularity_measures

@@ -279,7 +279,6 @@ def _resolve_arms(
 
 def _check_against_urdf(ff: FreeFlyerModel, report: UrdfReport, source: str) -> None:
     """Config-vs-URDF consistency: frames, wheels, arms, planar joint axes, thrusters."""
-    model = ff.model
     for ee in ff.end_effectors:
         ff.frame_id(ee)  # raises naming the links
     for wheel in ff.wheel_joint_names:
