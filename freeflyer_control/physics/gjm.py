@@ -84,13 +84,31 @@ def frame_jacobian(
     Args:
         point: the point's coordinates in ``frame``, m; None for the frame origin.
     """
-    fid = ff.frame_id(frame)
+    fid = _frame_id(ff, frame)
     J = pin.computeFrameJacobian(ff.model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)
-    if point is not None and np.any(point):
+    if point is not None and (point := np.asarray(point, dtype=float)).any():
         r = data.oMf[fid].rotation @ point  # frame origin -> point, world axes
         # v_point = v_origin + omega x r = v_origin - [r]x omega
         J[:3] -= pin.skew(r) @ J[3:]
     return J
+
+
+# Frame name -> Pinocchio id, per model. ff.frame_id asks Pinocchio twice (existFrame,
+# getFrameId: ~1.5 us) on every call; models are not mutated after loading, so a found id stays
+# valid. Keyed by id(ff) with ff kept in the entry (so the id cannot be reused), like
+# actuators.thruster_matrix. Unknown names are not cached: ff.frame_id raises for them.
+_FRAME_IDS: dict[int, tuple[FreeFlyerModel, dict[str, int]]] = {}
+
+
+def _frame_id(ff: FreeFlyerModel, frame: str) -> int:
+    entry = _FRAME_IDS.get(id(ff))
+    if entry is None or entry[0] is not ff:
+        entry = _FRAME_IDS[id(ff)] = (ff, {})
+    ids = entry[1]
+    fid = ids.get(frame)
+    if fid is None:
+        fid = ids[frame] = ff.frame_id(frame)
+    return fid
 
 
 def generalized_jacobian(
@@ -115,51 +133,59 @@ def generalized_jacobian(
         conserved: the mode's conserved momentum, world axes, as returned by
             :func:`~freeflyer_control.physics.momentum.conserved_momentum` (e.g. its value at
             the start of a maneuver). Default: its value at ``state``.
-        M: the mass matrix at ``state.q`` if the caller already has it.
+        M: the mass matrix (full symmetric, as :func:`mass_matrix` returns it) at ``state.q``
+            if the caller already has it.
     """
+    # This runs on every control tick, where NumPy's per-call overhead (~0.3-1 us a call on
+    # these small arrays) outweighs the arithmetic: it uses slices (views) and np.take rather
+    # than fancy indexing, few temporaries, and one LAPACK call (two with ``conserved``).
+    # bench/bench_core.py times it.
     mode = Mode.parse(mode)
     q, v = state.q, state.v
-    point_arr = np.zeros(3) if point is None else np.asarray(point, dtype=float)
-    J = frame_jacobian(ff, data, q, frame, point_arr)
-    if M is None:
-        M = mass_matrix(ff, data, q)
+    if point is None:
+        point_arr = np.zeros(3)
+        J = frame_jacobian(ff, data, q, frame)
+    else:
+        point_arr = np.asarray(point, dtype=float)
+        J = frame_jacobian(ff, data, q, frame, point_arr)
+    planar = ff.base == "planar"
+    if planar:
+        # Every step below is linear in the rows of J, so keep the in-plane rows from the start.
+        J = J.take(_PLANAR_ROW_INDEX, axis=0)
     part = base_partition(ff.base, mode)
-    f, c = part.free, part.commanded
+    f, c = part.free_slice, part.commanded_slice
 
-    if f.size:
-        M_f = M[f]
+    if part.free.size:
+        if M is None:
+            M = mass_matrix(ff, data, q)
+        M_f = M[f]  # the free rows, all columns
+        M_ff, J_f = M_f[:, f], J[:, f]
+        correction = J_f.dot(solve(M_ff, M_f))  # J_f M_ff^-1 M_f:
         if conserved is None:
-            h_f = M_f @ v
+            # h_f = M_f v, so J_f M_ff^-1 h_f = correction v: no second solve per tick.
+            drift = correction.dot(v)
         else:
-            h_f = conserved_to_base_rows(ff, data, q, mode, conserved)
-        # One factorisation for both the coupling and the momentum term.
-        sol = solve(M_f[:, f], np.column_stack([M_f, h_f]))
-        Jf = J[:, f]
-        Jstar = J - Jf @ sol[:, :-1]
-        drift = Jf @ sol[:, -1]
+            drift = J_f.dot(solve(M_ff, conserved_to_base_rows(ff, data, q, mode, conserved)))
+        Jstar = J  # J is this call's own array: update it in place
+        Jstar -= correction
     else:
         Jstar = J
-        drift = np.zeros(6)
+        drift = np.zeros(J.shape[0])
 
     wheels = ff.wheel_v_indices
     if wheels.size:
-        drift = drift + Jstar[:, wheels] @ v[wheels]
-    columns = [Jstar[:, ff.arm_v_indices]]
-    if c.size:
+        drift += Jstar.take(wheels, axis=1).dot(v.take(wheels))
+    matrix = Jstar.take(ff.arm_v_indices, axis=1)
+    if part.commanded.size:
         T = world_to_local_base_map(ff, q)  # v_local = T u_world, block diagonal
-        columns.append(Jstar[:, c] @ T[np.ix_(c, c)])
-    matrix = np.hstack(columns)
-    if ff.base == "planar":
-        matrix, drift, rows = matrix[_PLANAR_ROW_INDEX], drift[_PLANAR_ROW_INDEX], PLANAR_ROWS
-    else:
-        rows = SPATIAL_ROWS
+        matrix = np.concatenate((matrix, Jstar[:, c].dot(T[c, c])), axis=1)
     return GJM(
         matrix=matrix,
         drift=drift,
         mode=mode,
         frame=frame,
         point=point_arr,
-        row_names=rows,
+        row_names=PLANAR_ROWS if planar else SPATIAL_ROWS,
         column_names=tuple(ff.arm_joint_names) + part.names,
     )
 

@@ -27,7 +27,8 @@ equations on which no actuator acts; the same rows, integrated once, are the con
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +47,11 @@ class Mode(str, enum.Enum):
         """Mode from its name (``rotation-floating``; underscores are accepted too)."""
         if isinstance(value, Mode):
             return value
+        # Exact names are looked up directly: parse() runs on every GJM / reduced-dynamics
+        # call, and the normalising loop below costs ~1 us.
+        mode = _MODE_BY_NAME.get(value) if isinstance(value, str) else None
+        if mode is not None:
+            return mode
         key = str(value).strip().lower().replace("_", "-")
         for mode in cls:
             if mode.value == key:
@@ -54,6 +60,9 @@ class Mode(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+_MODE_BY_NAME: dict[str, Mode] = {m.value: m for m in Mode}
 
 
 @dataclass(frozen=True)
@@ -107,20 +116,47 @@ def spec(mode: "Mode | str") -> ModeSpec:
 class BasePartition:
     """Indices of the base velocity coordinates (Pinocchio local order) by role in a mode.
 
+    Instances are shared (see :func:`base_partition`): the index arrays are read-only.
+
     Attributes:
         commanded: base coordinates whose velocity the mode commands.
         free: base coordinates eliminated by the conserved momenta.
         names: world-frame names of the commanded coordinates (GJM column labels).
+        commanded_slice, free_slice: the same indices as slices. Each group is contiguous
+            (translation block, attitude block, or both), and a slice gives views instead of
+            the copies fancy indexing makes, which matters in the per-tick hot paths.
     """
 
     commanded: np.ndarray
     free: np.ndarray
     names: tuple[str, ...]
+    commanded_slice: slice = field(init=False, repr=False, compare=False)
+    free_slice: slice = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "commanded_slice", _contiguous_slice(self.commanded))
+        object.__setattr__(self, "free_slice", _contiguous_slice(self.free))
+
+
+def _contiguous_slice(indices: np.ndarray) -> slice:
+    if indices.size == 0:
+        return slice(0, 0)
+    start, stop = int(indices[0]), int(indices[-1]) + 1
+    if not np.array_equal(indices, np.arange(start, stop)):
+        raise ValueError(f"base coordinates {indices.tolist()} are not contiguous")
+    return slice(start, stop)
 
 
 def base_partition(base: str, mode: "Mode | str") -> BasePartition:
     """Split the base coordinates of a ``planar`` or ``spatial`` base for ``mode``."""
-    s = spec(mode)
+    return _base_partition(base, Mode.parse(mode))
+
+
+# Cached (2 bases x 5 modes): the GJM and the reduced dynamics ask for the partition on every
+# call, and building it costs several microseconds. The result is immutable.
+@functools.lru_cache(maxsize=None)
+def _base_partition(base: str, mode: Mode) -> BasePartition:
+    s = MODE_SPECS[mode]
     if base == "planar":
         translation, attitude = [0, 1], [2]
         t_names, a_names = ("base_vx", "base_vy"), ("base_wz",)
@@ -139,4 +175,7 @@ def base_partition(base: str, mode: "Mode | str") -> BasePartition:
             names += group_names
         else:
             free += group
-    return BasePartition(np.array(commanded, dtype=int), np.array(free, dtype=int), names)
+    commanded_arr, free_arr = np.array(commanded, dtype=int), np.array(free, dtype=int)
+    commanded_arr.setflags(write=False)  # shared by every caller: nobody may edit them
+    free_arr.setflags(write=False)
+    return BasePartition(commanded_arr, free_arr, names)

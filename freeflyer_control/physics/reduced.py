@@ -21,6 +21,7 @@ with base accelerations and wrenches in world axes (DESIGN.md §3).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,42 +63,59 @@ def reduced_dynamics(
     *,
     M: np.ndarray | None = None,
 ) -> ReducedDynamics:
-    """H* and C* of ``mode`` at ``state`` (see the module docstring)."""
+    """H* and C* of ``mode`` at ``state`` (see the module docstring).
+
+    Args:
+        M: the mass matrix (full symmetric, as :func:`mass_matrix` returns it) at ``state.q``
+            if the caller already has it.
+    """
+    # A per-tick path (computed-torque control): np.take and slices instead of np.ix_ fancy
+    # indexing, one LAPACK call. bench/bench_core.py measures it.
     mode = Mode.parse(mode)
     q, v = state.q, state.v
-    nb = ff.nb
     part = base_partition(ff.base, mode)
-    f, c = part.free, part.commanded
-    a = np.concatenate([c, np.arange(nb, ff.model.nv)])
+    f, c = part.free_slice, part.commanded_slice
+    a = _actuated_indices(ff.nb, v.shape[0], c.start, c.stop)
     if M is None:
         M = mass_matrix(ff, data, q)
     b = nonlinear_effects(ff, data, q, v)
 
-    M_aa = M[np.ix_(a, a)]
-    if f.size:
-        M_fa = M[np.ix_(f, a)]
-        sol = solve(M[np.ix_(f, f)], np.column_stack([M_fa, b[f]]))
-        H = M_aa - M_fa.T @ sol[:, :-1]
-        C = b[a] - M_fa.T @ sol[:, -1]
+    M_aa = M.take(a, axis=0).take(a, axis=1)
+    b_a = b.take(a)
+    if part.free.size:
+        M_fa = M[f].take(a, axis=1)
+        # Right-hand sides [M_fa, b_f]: one factorisation for H* and C*.
+        rhs = np.empty((M_fa.shape[0], a.size + 1))
+        rhs[:, :-1] = M_fa
+        rhs[:, -1] = b[f]
+        G = M_fa.T.dot(solve(M[f, f], rhs))  # M_af M_ff^-1 [M_fa, b_f]
+        H = M_aa - G[:, :-1]
+        C = b_a - G[:, -1]
     else:
-        H, C = M_aa, b[a]
+        H, C = M_aa, b_a  # both fresh arrays (np.take copies)
 
-    nc = c.size
+    nc = part.commanded.size
     if nc:
         # nu_c = T u (T rotates world -> base_link); nu_c' = T u' + T' u with T' u = -w_b x nu_c.
-        T = world_to_local_base_map(ff, q)[np.ix_(c, c)]
-        Tdot_u = np.zeros(a.size)
-        Tdot_u[:nc] = _minus_omega_cross(ff, v, c)
-        C = C + H @ Tdot_u
-        H = H.copy()
-        H[:nc, :] = T.T @ H[:nc, :]
-        H[:, :nc] = H[:, :nc] @ T
-        C[:nc] = T.T @ C[:nc]
+        T = world_to_local_base_map(ff, q)[c, c]
+        C += H[:, :nc].dot(_minus_omega_cross(ff, v, c))
+        H[:nc, :] = T.T.dot(H[:nc, :])
+        H[:, :nc] = H[:, :nc].dot(T)
+        C[:nc] = T.T.dot(C[:nc])
     H = 0.5 * (H + H.T)  # remove round-off asymmetry of the Schur complement
     return ReducedDynamics(H, C, part.names + tuple(ff.joint_names), mode)
 
 
-def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: np.ndarray) -> np.ndarray:
+@functools.lru_cache(maxsize=None)
+def _actuated_indices(nb: int, nv: int, c_start: int, c_stop: int) -> np.ndarray:
+    """The actuated coordinates: the commanded base ones (c_start:c_stop), then every joint.
+    Read-only: shared by every call with the same sizes and mode."""
+    a = np.concatenate([np.arange(c_start, c_stop), np.arange(nb, nv)])
+    a.setflags(write=False)
+    return a
+
+
+def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: slice) -> np.ndarray:
     """-omega_b x nu for the commanded base coordinates c (zero on the angular ones)."""
     out = np.zeros(ff.nb)
     if ff.base == "planar":
