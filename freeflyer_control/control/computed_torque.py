@@ -74,8 +74,13 @@ class ComputedTorque:
         mode: Mode,
         joint_ref: JointReference,
         base_ref: BaseReference | None = None,
+        *,
+        M: np.ndarray | None = None,
     ) -> ControlEffort:
-        """The effort that tracks ``joint_ref`` (and ``base_ref`` for commanded base DOFs)."""
+        """The effort that tracks ``joint_ref`` (and ``base_ref`` for commanded base DOFs).
+
+        ``M``: the mass matrix at ``state.q`` if the caller already has it (e.g. for the GJM).
+        """
         ff = self.model
         arm = ff.arm_v_indices
         q_arm = joint_positions(ff, state.q)[arm - ff.nb]
@@ -87,7 +92,7 @@ class ComputedTorque:
             raise ValueError(f"mode {mode.value} commands base DOFs: give a base reference")
         u_base = base_accelerations(ff, state, base_ref, self.base_gains, part) if nc else np.zeros(0)
 
-        rd = reduced_dynamics(ff, self.data, state, mode)
+        rd = reduced_dynamics(ff, self.data, state, mode, M=M)
         self.last_dynamics = rd
         forces = _forces(ff, rd, mode, nc, u_base, u_arm)
         wrench = np.zeros(ff.nb)
@@ -145,10 +150,11 @@ def hybrid_dynamics(
     if unknown.size == 0:
         return H @ acc + C
     acc = acc.copy()
-    known = np.setdiff1d(np.arange(H.shape[0]), unknown)
+    acc[unknown] = 0.0  # so that H[rows] @ acc sums the known accelerations only
     rows = known_force_rows
-    rhs = force[rows] - C[rows] - H[np.ix_(rows, known)] @ acc[known]
-    A = H[np.ix_(rows, unknown)]
+    H_rows = H[rows]
+    rhs = force[rows] - C[rows] - H_rows @ acc
+    A = H_rows[:, unknown]
     acc[unknown] = solve(A, rhs) if A.shape[0] == A.shape[1] else np.linalg.lstsq(A, rhs, rcond=None)[0]
     out = H @ acc + C
     out[rows] = force[rows]

@@ -1,0 +1,142 @@
+"""Control tick and closed-loop simulation speed (issue: controllers and freeflyer sim).
+
+Prints a Markdown table of median per-call times (interleaved batches, like bench_core.py) of:
+
+* the control tick, GJM + H*, C* + computed-torque law: ``generalized_jacobian`` then
+  ``ComputedTorque.effort`` (which computes H*, C* and the law) on a stream of states;
+* the full ``ControlLoop.tick`` (references, law, mode blending, actuator mapping);
+* one ``Plant.step``;
+
+and then the real-time factor of ``freeflyer sim`` (``run_simulation``: plant + controller +
+logging in lockstep) at 1 kHz, for the robots given.
+
+    python bench/bench_control.py [--robots spatial_6link planar_4link] [--sim-seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import (  # noqa: E402
+    RAW,
+    Case,
+    StatePool,
+    cpu_times,
+    load_during,
+    machine_facts,
+    markdown_table,
+    random_actuation,
+    random_states,
+    run,
+    summarise,
+)
+
+from freeflyer_control.control.computed_torque import ComputedTorque  # noqa: E402
+from freeflyer_control.control.loop import ControlLoop  # noqa: E402
+from freeflyer_control.control.maneuvers import make_maneuver  # noqa: E402
+from freeflyer_control.model import load_robot  # noqa: E402
+from freeflyer_control.physics.dynamics import mass_matrix  # noqa: E402
+from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
+from freeflyer_control.physics.plant import Plant  # noqa: E402
+from freeflyer_control.physics.state import joint_positions  # noqa: E402
+from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
+
+TICK_TARGET_US = 50.0  # control tick, spatial_6link
+RTF_TARGET = 50.0  # freeflyer sim at 1 kHz, spatial_6link
+
+
+def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
+    ff = load_robot(name)
+    pool = StatePool(random_states(ff, rng, 16))
+    data = ff.create_data()
+    ee = ff.end_effectors[0]
+    ct = ComputedTorque(ff)
+    maneuver = make_maneuver("wilde")
+    loop = ControlLoop(ff, maneuver, mode="floating")
+    loop.start(pool.states[0])
+    jref = maneuver.joint_reference(3.0)
+
+    def tick():  # one mass matrix serves both, as a controller node would do it
+        state = pool.next()
+        M = mass_matrix(ff, data, state.q)
+        generalized_jacobian(ff, data, state, "floating", ee, M=M)
+        return ct.effort(state, "floating", jref, M=M)
+
+    plant = Plant(ff, pool.states[0], 1e-3)
+    act = random_actuation(ff, rng)
+    t = [0.0]
+
+    def loop_tick():
+        t[0] += 1e-3
+        return loop.tick(t[0], pool.next(), 1e-3)
+
+    fid = ff.frame_id(ee)
+
+    def raw():  # the Pinocchio calls everything builds on: the ratio column's unit
+        state = pool.next()
+        pin.crba(ff.model, data, state.q)
+        return pin.computeFrameJacobian(ff.model, data, state.q, fid, pin.LOCAL_WORLD_ALIGNED)
+
+    return [
+        Case(name, RAW, raw),
+        Case(name, "control tick: GJM + H*, C* + computed torque (floating)", tick),
+        Case(name, "ControlLoop.tick (wilde, floating, thrusters)", loop_tick),
+        Case(name, "Plant.step", lambda: plant.step(act), reset=lambda: setattr(plant, "state", pool.states[0])),
+    ]
+
+
+def sim_rtf(name: str, seconds: float, rate: float) -> tuple[float, float]:
+    """(real-time factor, wall seconds) of a Wilde run in floating mode."""
+    config = SimConfig(robot=name, mode="floating", maneuver="wilde", duration=seconds, rate=rate)
+    t0 = time.perf_counter()
+    result = run_simulation(config)
+    wall = time.perf_counter() - t0
+    return result.summary["real_time_factor"], wall
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="+", default=["spatial_6link", "planar_4link"])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--sim-seconds", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(0)
+    cases = [c for name in args.robots for c in control_cases(name, rng)]
+    before = cpu_times()
+    run(cases, args.repeats, args.batch, warmup=50)
+    rows = summarise(cases)
+    print(markdown_table(rows))
+    print()
+    tick = next(r for r in rows if r[0] == "spatial_6link" and r[1].startswith("control tick"))
+    print(f"control tick spatial_6link median {tick[2]:.1f} us (target <= {TICK_TARGET_US:g} us): "
+          f"{'PASS' if tick[2] <= TICK_TARGET_US else 'FAIL'}")
+    print()
+    print(f"| robot | sim at {args.rate:g} Hz, {args.sim_seconds:g} s simulated | wall s | real-time factor |")
+    print("|---|---|---:|---:|")
+    for name in args.robots:
+        rtf, wall = sim_rtf(name, args.sim_seconds, args.rate)
+        print(f"| {name} | wilde, floating, computed_torque | {wall:.2f} | {rtf:.1f} |")
+        if name == "spatial_6link":
+            verdict = f"freeflyer sim spatial_6link at {args.rate:g} Hz: real-time factor {rtf:.1f} " \
+                      f"(target >= {RTF_TARGET:g}): {'PASS' if rtf >= RTF_TARGET else 'FAIL'}"
+    print()
+    if "spatial_6link" in args.robots:
+        print(verdict)
+    print(load_during(before, cpu_times()))
+    for line in machine_facts():
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
