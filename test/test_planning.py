@@ -31,6 +31,7 @@ from freeflyer_control.analysis.piw_planner import (
     integrate_leg,
     line_path,
     piw_radii,
+    plot_piw,
     plan_piw,
     straight_line_resolved_rate,
 )
@@ -185,7 +186,7 @@ D = np.array([0.657, 0.222])   # 0.693 m: in the outer PDW
 THETA_D = -0.3
 
 
-def test_straight_line_stalls_at_a_dynamic_singularity_while_the_piw_plan_arrives():
+def test_straight_line_stalls_at_a_dynamic_singularity_while_the_piw_plan_arrives(tmp_path):
     ff = two_link()
     radii = piw_radii(ff)
     assert radii.piw == pytest.approx((0.27387, 0.64810), abs=1e-4)
@@ -210,6 +211,8 @@ def test_straight_line_stalls_at_a_dynamic_singularity_while_the_piw_plan_arrive
     # re-orientation circles under zero-order hold). Tolerances: 3 mm, 5e-3 rad (0.3 deg).
     assert result.ee_error < 3e-3
     assert abs(result.theta_error) < 5e-3
+    png = plot_piw(result, tmp_path / "piw.png", straight)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
 def test_piw_planner_refuses_unreachable_targets_and_other_arms():

@@ -41,6 +41,7 @@ this planner does not choose).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -703,3 +704,53 @@ def straight_line_resolved_rate(
     deviation = np.linalg.norm(rel - along[:, None] * u, axis=1)
     return StraightLineResult(np.array(ts), ee_arr, np.array(sig),
                               float(np.linalg.norm(ee_arr[-1] - d)), float(deviation.max()), theta)
+
+
+def plot_piw(result: PIWResult, path: str | Path, straight: StraightLineResult | None = None) -> Path:
+    """Write a PNG: the end-effector path about the system CoM (planned legs, plant, the PIW
+    annulus, the straight line if given) and the base yaw over time. Returns the file path."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    plan, run = result.plan, result.execution
+    fig, (ax, ay) = plt.subplots(1, 2, figsize=(12, 5.5))
+    from matplotlib.patches import Annulus
+
+    r_lo, r_hi = plan.radii.piw
+    ax.add_patch(Annulus((0.0, 0.0), r_hi, r_hi - r_lo, color="tab:green", alpha=0.15,
+                         label=f"PIW {r_lo:.3f}-{r_hi:.3f} m"))
+    labelled = set()
+    for leg in plan.legs:
+        kind = "re-orientation circles" if leg.name.startswith("circle") else leg.name
+        ax.plot(leg.ee[:, 0], leg.ee[:, 1], lw=1.2, color="tab:blue" if kind.startswith("re-") else None,
+                label=None if kind in labelled else f"planned: {kind}")
+        labelled.add(kind)
+    if run.ee.size:
+        ax.plot(run.ee[:, 0], run.ee[:, 1], "k--", lw=0.8, label="plant")
+    if straight is not None:
+        ax.plot(straight.ee[:, 0], straight.ee[:, 1], color="tab:red", lw=1.2,
+                label="straight line, resolved rate")
+    ax.plot(*plan.start[:2], "go", label="A (start)")
+    ax.plot(*plan.target[:2], "k*", ms=12, label="D (target)")
+    ax.plot(0.0, 0.0, "k+", ms=10, label="system CoM")
+    ax.set(xlabel="x from the system CoM [m]", ylabel="y from the system CoM [m]",
+           title="end-effector path through the path-independent workspace")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(fontsize=7, loc="best")
+    t0 = 0.0
+    for leg in plan.legs:
+        ay.plot(t0 + leg.path.t, leg.theta, lw=1.2)
+        t0 += leg.path.duration
+    ay.plot(run.t, plan.legs[0].theta[0] + run.theta - run.theta[0], "k--", lw=0.8, label="plant")
+    ay.axhline(plan.theta_target, color="k", lw=0.6, label="requested final yaw")
+    ay.set(xlabel="t [s]", ylabel="base yaw [rad]",
+           title=f"base attitude (final error {result.theta_error:.2e} rad)")
+    ay.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -59,6 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pw.add_argument("--circle-radius", type=float, default=0.04, help="re-orientation circles, m")
     pw.add_argument("--compare-straight", action="store_true",
                     help="also run resolved rate along the straight line and report it")
+    pw.add_argument("--plot", metavar="PNG", help="write the end-effector path and base yaw plot")
     pw.set_defaults(run=run_piw)
 
 
@@ -172,7 +173,12 @@ def run_lyapunov(args: argparse.Namespace) -> int:
 
 
 def run_piw(args: argparse.Namespace) -> int:
-    from freeflyer_control.analysis.piw_planner import execute_piw, plan_piw, straight_line_resolved_rate
+    from freeflyer_control.analysis.piw_planner import (
+        execute_piw,
+        plan_piw,
+        plot_piw,
+        straight_line_resolved_rate,
+    )
 
     ff, state = _start(args)
     try:
@@ -184,9 +190,12 @@ def run_piw(args: argparse.Namespace) -> int:
     plan = plan_piw(ff, state, target, args.theta_target, circle_radius=args.circle_radius)
     result = execute_piw(ff, state, plan, _settings(args))
     summary = result.as_dict()
+    straight = None
     if args.compare_straight:
-        summary["straight_line_resolved_rate"] = straight_line_resolved_rate(
-            ff, state, target, rate=args.rate).as_dict()
+        straight = straight_line_resolved_rate(ff, state, target, rate=args.rate)
+        summary["straight_line_resolved_rate"] = straight.as_dict()
+    if args.plot:
+        summary["plot"] = str(plot_piw(result, args.plot, straight))
     s = summary
     lines = [
         f"{ff.name}: end-effector to {target.tolist()} m with base yaw {args.theta_target:g} rad via "
