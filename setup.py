@@ -59,6 +59,8 @@ setup(
         'pypi': ['pin>=3', 'matplotlib'],
         # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
+        # Optional: a compiled lockstep path for `freeflyer sim` (floating, computed torque).
+        'fast': ['numba>=0.60'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',
@@ -68,6 +70,7 @@ setup(
             'matplotlib',
             'mcap>=1.1',
             'mcap-ros2-support>=0.5',
+            'numba>=0.60',
         ],
     },
     zip_safe=True,

@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-actuation", default="thrusters", choices=BASE_ACTUATION)
     p.add_argument("--log-rate", type=float, default=50.0, help="samples per second written")
     p.add_argument("--q0", metavar="JSON", help="initial joint angles (default: see docs)")
+    p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
+                   help="compiled: the numba lockstep (pip extra 'fast'; floating mode, computed "
+                        "torque, joint maneuvers); auto: compiled when it applies (default)")
     p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -81,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         mass_error=args.mass_error, seed=args.seed, base_actuation=args.base_actuation,
         log_rate=args.log_rate, initial_joint_positions=q0,
     )
-    result = run_simulation(config, progress=None if args.json else ProgressBar())
+    fast = {"auto": None, "python": False, "compiled": True}[args.engine]
+    result = run_simulation(config, progress=None if args.json else ProgressBar(), fast=fast)
 
     from freeflyer_control.sim.output import write_outputs
 
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     s = result.summary
     print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
-          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({s['engine']} engine)")
     for key, label, fmt in HEADLINE:
         value = fmt.format(s[key])
         if key == "rms_tracking_error":

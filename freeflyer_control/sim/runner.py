@@ -188,9 +188,19 @@ class Recorder:
         return {k: np.vstack(v) if v and v[0].size else np.zeros((len(v), 0)) for k, v in self.rows.items()}
 
 
-def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None) -> SimResult:
-    """Run ``config`` to the end; ``progress(t, duration)`` is called now and then."""
+def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None,
+                   *, fast: bool | None = None) -> SimResult:
+    """Run ``config`` to the end; ``progress(t, duration)`` is called now and then.
+
+    ``fast``: None takes the compiled path (:mod:`freeflyer_control.sim.fast`, same results to
+    round-off) when numba is installed and the configuration is covered; False forces the
+    Python path; True requires the compiled path and says why it cannot be used.
+    """
     config.validate()
+    if fast is not False:
+        result = _try_fast(config, progress, required=bool(fast))
+        if result is not None:
+            return result
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
     model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
     maneuver = make_maneuver(config.maneuver)
@@ -245,7 +255,29 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     series = recorder.series()
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall)
+    result.summary["engine"] = "python"
     return result
+
+
+def _try_fast(config: SimConfig, progress, required: bool) -> SimResult | None:
+    from freeflyer_control.sim import fast as fast_path
+
+    if not fast_path.available():
+        if required:
+            raise ValueError("the compiled simulation needs numba: pip install 'freeflyer_control[fast]'")
+        return None
+    from freeflyer_control.sim.fast.model import NotCovered
+    from freeflyer_control.sim.fast.runner import not_covered, run_fast
+
+    reason = not_covered(config)
+    if reason is None:
+        try:
+            return run_fast(config, progress)
+        except NotCovered as exc:  # a joint type the kernels do not implement
+            reason = str(exc)
+    if required:
+        raise ValueError(f"the compiled simulation does not cover this run: {reason}")
+    return None
 
 
 def summarize(result: SimResult, loop: ControlLoop, duration: float, wall: float) -> dict:

@@ -1,0 +1,843 @@
+"""numba-compiled rigid-body algorithms, plant step and computed-torque law (zero gravity).
+
+Conventions are Pinocchio's (see :mod:`freeflyer_control.physics.state`): motions and forces
+are 6-vectors [linear; angular] in the body (joint) frame; a body's placement (R, p) maps its
+frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
+:meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
+
+The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
+composite rigid inertias), forward dynamics as a Cholesky solve of M a = tau - b (n <= ~20),
+the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
+quaternions, SE(2), SO(2)), the RKMK4 plant step with momentum projection of
+:class:`~freeflyer_control.physics.plant.Plant`, and the floating-mode computed-torque law of
+:class:`~freeflyer_control.control.computed_torque.ComputedTorque`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+EPS = float(np.finfo(float).eps)
+TS_PREC = EPS ** 0.25  # Pinocchio's TaylorSeriesExpansion<double>::precision<3>()
+
+FREEFLYER, PLANAR, REVOLUTE, REVOLUTE_UNBOUNDED, PRISMATIC = range(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scratch space: one tuple of arrays, allocated once per compiled call (numba's allocations cost
+# ~50-100 ns each, more than the arithmetic of a small rigid-body algorithm).
+
+
+@njit(**_JIT)
+def workspace(n, nq, nv, nb):
+    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, L, M, b, stage, qs, snb, Lb, X, H, C, acc, w)"""
+    nj = nv - nb
+    return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)),
+            np.empty((4, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
+            np.zeros(nv), np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.empty((9, nv)),
+            np.empty((3, nq)), np.empty((6, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
+            np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kinematics
+
+
+@njit(**_JIT)
+def forward_kinematics(km, q, R, p):
+    """R[i], p[i]: placement of body i in its parent's frame at configuration q."""
+    jint, PR, Pp, axis = km[0], km[1], km[2], km[3]
+    n = jint.shape[0]
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
+    for i in range(n):
+        kind, iq = jint[i, 1], jint[i, 2]
+        pj[0] = pj[1] = pj[2] = 0.0
+        if kind == FREEFLYER:
+            x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+            tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
+            twx, twy, twz = tx * w, ty * w, tz * w
+            txx, txy, txz = tx * x, ty * x, tz * x
+            tyy, tyz, tzz = ty * y, tz * y, tz * z
+            Rj[0, 0] = 1.0 - (tyy + tzz)
+            Rj[0, 1] = txy - twz
+            Rj[0, 2] = txz + twy
+            Rj[1, 0] = txy + twz
+            Rj[1, 1] = 1.0 - (txx + tzz)
+            Rj[1, 2] = tyz - twx
+            Rj[2, 0] = txz - twy
+            Rj[2, 1] = tyz + twx
+            Rj[2, 2] = 1.0 - (txx + tyy)
+            pj[0], pj[1], pj[2] = q[iq], q[iq + 1], q[iq + 2]
+        elif kind == PLANAR:
+            c, s = q[iq + 2], q[iq + 3]
+            Rj[0, 0], Rj[0, 1], Rj[0, 2] = c, -s, 0.0
+            Rj[1, 0], Rj[1, 1], Rj[1, 2] = s, c, 0.0
+            Rj[2, 0], Rj[2, 1], Rj[2, 2] = 0.0, 0.0, 1.0
+            pj[0], pj[1] = q[iq], q[iq + 1]
+        elif kind == PRISMATIC:
+            for a in range(3):
+                for b in range(3):
+                    Rj[a, b] = 1.0 if a == b else 0.0
+                pj[a] = axis[i, a] * q[iq]
+        else:
+            if kind == REVOLUTE:
+                c, s = math.cos(q[iq]), math.sin(q[iq])
+            else:
+                c, s = q[iq], q[iq + 1]
+            ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
+            t = 1.0 - c
+            Rj[0, 0] = t * ax * ax + c
+            Rj[1, 1] = t * ay * ay + c
+            Rj[2, 2] = t * az * az + c
+            Rj[0, 1] = t * ax * ay - s * az
+            Rj[1, 0] = t * ax * ay + s * az
+            Rj[0, 2] = t * ax * az + s * ay
+            Rj[2, 0] = t * ax * az - s * ay
+            Rj[1, 2] = t * ay * az - s * ax
+            Rj[2, 1] = t * ay * az + s * ax
+        for a in range(3):
+            acc = Pp[i, a]
+            for b in range(3):
+                acc += PR[i, a, b] * pj[b]
+                R[i, a, b] = PR[i, a, 0] * Rj[0, b] + PR[i, a, 1] * Rj[1, b] + PR[i, a, 2] * Rj[2, b]
+            p[i, a] = acc
+
+
+@njit(inline="always", **_JIT)
+def _joint_velocity(kind, iv, ax, v, out):
+    """out (6,) = S qdot of a joint (joint frame)."""
+    for k in range(6):
+        out[k] = 0.0
+    if kind == FREEFLYER:
+        for k in range(6):
+            out[k] = v[iv + k]
+    elif kind == PLANAR:
+        out[0], out[1], out[5] = v[iv], v[iv + 1], v[iv + 2]
+    elif kind == PRISMATIC:
+        for k in range(3):
+            out[k] = ax[k] * v[iv]
+    else:
+        for k in range(3):
+            out[3 + k] = ax[k] * v[iv]
+
+
+@njit(inline="always", **_JIT)
+def _joint_force(kind, iv, ax, f, tau):
+    """tau[iv:iv+nv] = S^T f."""
+    if kind == FREEFLYER:
+        for k in range(6):
+            tau[iv + k] = f[k]
+    elif kind == PLANAR:
+        tau[iv], tau[iv + 1], tau[iv + 2] = f[0], f[1], f[5]
+    elif kind == PRISMATIC:
+        tau[iv] = ax[0] * f[0] + ax[1] * f[1] + ax[2] * f[2]
+    else:
+        tau[iv] = ax[0] * f[3] + ax[1] * f[4] + ax[2] * f[5]
+
+
+@njit(inline="always", **_JIT)
+def _motion_to_child(R, p, i, m, out):
+    """out = X_i m: a parent-frame motion in body i's frame."""
+    # every operand in a local first: stores to out cannot force reloads of R, p, m
+    r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+    r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+    r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    m0, m1, m2, m3, m4, m5 = m[0], m[1], m[2], m[3], m[4], m[5]
+    lx = m0 - (py * m5 - pz * m4)
+    ly = m1 - (pz * m3 - px * m5)
+    lz = m2 - (px * m4 - py * m3)
+    out[0] = r00 * lx + r10 * ly + r20 * lz
+    out[1] = r01 * lx + r11 * ly + r21 * lz
+    out[2] = r02 * lx + r12 * ly + r22 * lz
+    out[3] = r00 * m3 + r10 * m4 + r20 * m5
+    out[4] = r01 * m3 + r11 * m4 + r21 * m5
+    out[5] = r02 * m3 + r12 * m4 + r22 * m5
+
+
+@njit(inline="always", **_JIT)
+def _force_add_to_parent(R, p, i, f, out):
+    """out += X_i^T f: a body-i force in the parent's frame, accumulated."""
+    r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+    r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+    r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    f0, f1, f2, f3, f4, f5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    fx = r00 * f0 + r01 * f1 + r02 * f2
+    fy = r10 * f0 + r11 * f1 + r12 * f2
+    fz = r20 * f0 + r21 * f1 + r22 * f2
+    out[0] += fx
+    out[1] += fy
+    out[2] += fz
+    out[3] += (r00 * f3 + r01 * f4 + r02 * f5) + (py * fz - pz * fy)
+    out[4] += (r10 * f3 + r11 * f4 + r12 * f5) + (pz * fx - px * fz)
+    out[5] += (r20 * f3 + r21 * f4 + r22 * f5) + (px * fy - py * fx)
+
+
+@njit(inline="always", **_JIT)
+def _inertia_apply(m, h, Ib, v, out):
+    """out = I v for the rigid inertia (m, first moment h, rotational inertia Ib about the origin)."""
+    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    h0, h1, h2 = h[0], h[1], h[2]
+    i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
+    i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
+    i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
+    out[0] = m * vx - (h1 * wz - h2 * wy)
+    out[1] = m * vy - (h2 * wx - h0 * wz)
+    out[2] = m * vz - (h0 * wy - h1 * wx)
+    out[3] = (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy)
+    out[4] = (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz)
+    out[5] = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
+
+
+@njit(**_JIT)
+def rnea(km, R, p, v, a, tau, ws):
+    """tau = M(q) a + b(q, v) (zero gravity) for the placements R, p of configuration q."""
+    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
+    n = jint.shape[0]
+    V, A, F = ws[2], ws[3], ws[4]
+    vJ, aJ = ws[5][0], ws[5][1]
+    for i in range(n):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        _joint_velocity(kind, iv, axis[i], v, vJ)
+        _joint_velocity(kind, iv, axis[i], a, aJ)
+        Vi, Ai = V[i], A[i]
+        if par >= 0:
+            _motion_to_child(R, p, i, V[par], Vi)
+            _motion_to_child(R, p, i, A[par], Ai)
+            for k in range(6):
+                Vi[k] += vJ[k]
+                Ai[k] += aJ[k]
+        else:
+            for k in range(6):
+                Vi[k] = vJ[k]
+                Ai[k] = aJ[k]
+        # a += v x vJ
+        vx, vy, vz, wx, wy, wz = Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5]
+        j0, j1, j2, j3, j4, j5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
+        a0 = Ai[0] + (wy * j2 - wz * j1 + vy * j5 - vz * j4)
+        a1 = Ai[1] + (wz * j0 - wx * j2 + vz * j3 - vx * j5)
+        a2 = Ai[2] + (wx * j1 - wy * j0 + vx * j4 - vy * j3)
+        a3 = Ai[3] + (wy * j5 - wz * j4)
+        a4 = Ai[4] + (wz * j3 - wx * j5)
+        a5 = Ai[5] + (wx * j4 - wy * j3)
+        Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = a0, a1, a2, a3, a4, a5
+        # f = I a + v x* (I v)
+        m = mass[i]
+        h0, h1, h2 = hh[i, 0], hh[i, 1], hh[i, 2]
+        Ib = Ibar[i]
+        i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
+        i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
+        i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
+        g0 = m * vx - (h1 * wz - h2 * wy)
+        g1 = m * vy - (h2 * wx - h0 * wz)
+        g2 = m * vz - (h0 * wy - h1 * wx)
+        g3 = (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy)
+        g4 = (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz)
+        g5 = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
+        Fi = F[i]
+        Fi[0] = (m * a0 - (h1 * a5 - h2 * a4)) + (wy * g2 - wz * g1)
+        Fi[1] = (m * a1 - (h2 * a3 - h0 * a5)) + (wz * g0 - wx * g2)
+        Fi[2] = (m * a2 - (h0 * a4 - h1 * a3)) + (wx * g1 - wy * g0)
+        Fi[3] = ((i00 * a3 + i01 * a4 + i02 * a5) + (h1 * a2 - h2 * a1)) + (wy * g5 - wz * g4 + vy * g2 - vz * g1)
+        Fi[4] = ((i10 * a3 + i11 * a4 + i12 * a5) + (h2 * a0 - h0 * a2)) + (wz * g3 - wx * g5 + vz * g0 - vx * g2)
+        Fi[5] = ((i20 * a3 + i21 * a4 + i22 * a5) + (h0 * a1 - h1 * a0)) + (wx * g4 - wy * g3 + vx * g1 - vy * g0)
+    for i in range(n - 1, -1, -1):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        _joint_force(kind, iv, axis[i], F[i], tau)
+        if par >= 0:
+            _force_add_to_parent(R, p, i, F[i], F[par])
+
+
+@njit(**_JIT)
+def crba(km, R, p, M, ws):
+    """M (nv, nv), full symmetric, for the placements R, p (composite rigid inertias)."""
+    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
+    n = jint.shape[0]
+    cm, ch, cI, T = ws[6], ws[7], ws[8], ws[9]
+    cm[:] = mass
+    ch[:, :] = hh
+    cI[:, :, :] = Ibar
+    S, F, G = ws[5][0], ws[5][1], ws[5][2]
+    M[:, :] = 0.0  # entries of bodies on different branches stay zero
+    for i in range(n - 1, -1, -1):
+        par, kind, iv, nvj = jint[i, 0], jint[i, 1], jint[i, 3], jint[i, 4]
+        for k in range(nvj):
+            # column iv + k: F = Ic_i S_k, then walk up to the root
+            for e in range(6):
+                S[e] = 0.0
+            if kind == FREEFLYER:
+                S[k] = 1.0
+            elif kind == PLANAR:
+                S[(0, 1, 5)[k]] = 1.0
+            elif kind == PRISMATIC:
+                S[0], S[1], S[2] = axis[i, 0], axis[i, 1], axis[i, 2]
+            else:
+                S[3], S[4], S[5] = axis[i, 0], axis[i, 1], axis[i, 2]
+            _inertia_apply(cm[i], ch[i], cI[i], S, F)
+            col = iv + k
+            j = i
+            while True:
+                kj, ivj = jint[j, 1], jint[j, 3]
+                if kj == FREEFLYER:
+                    for e in range(6):
+                        M[ivj + e, col] = F[e]
+                elif kj == PLANAR:
+                    M[ivj, col], M[ivj + 1, col], M[ivj + 2, col] = F[0], F[1], F[5]
+                elif kj == PRISMATIC:
+                    M[ivj, col] = axis[j, 0] * F[0] + axis[j, 1] * F[1] + axis[j, 2] * F[2]
+                else:
+                    M[ivj, col] = axis[j, 0] * F[3] + axis[j, 1] * F[4] + axis[j, 2] * F[5]
+                pj = jint[j, 0]
+                if pj < 0:
+                    break
+                for e in range(6):
+                    G[e] = 0.0
+                _force_add_to_parent(R, p, j, F, G)
+                for e in range(6):
+                    F[e] = G[e]
+                j = pj
+        if par >= 0:
+            # composite inertia of i to the parent's frame: rotate, then shift the origin by p
+            m = cm[i]
+            hx = R[i, 0, 0] * ch[i, 0] + R[i, 0, 1] * ch[i, 1] + R[i, 0, 2] * ch[i, 2]
+            hy = R[i, 1, 0] * ch[i, 0] + R[i, 1, 1] * ch[i, 1] + R[i, 1, 2] * ch[i, 2]
+            hz = R[i, 2, 0] * ch[i, 0] + R[i, 2, 1] * ch[i, 1] + R[i, 2, 2] * ch[i, 2]
+            px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+            # B = R Ib R^T
+            for a in range(3):
+                for b in range(3):
+                    T[a, b] = R[i, a, 0] * cI[i, 0, b] + R[i, a, 1] * cI[i, 1, b] + R[i, a, 2] * cI[i, 2, b]
+            # - (p^ h^ + h^ p^) - m p^ p^, with u^ w^ = w u^T - (u.w) 1
+            ph = px * hx + py * hy + pz * hz
+            pp = px * px + py * py + pz * pz
+            P = (px, py, pz)
+            H = (hx, hy, hz)
+            for a in range(3):
+                for b in range(3):
+                    val = T[a, 0] * R[i, b, 0] + T[a, 1] * R[i, b, 1] + T[a, 2] * R[i, b, 2]
+                    val -= H[a] * P[b] + P[a] * H[b] + m * P[a] * P[b]
+                    if a == b:
+                        val += 2.0 * ph + m * pp
+                    cI[par, a, b] += val
+            cm[par] += m
+            ch[par, 0] += hx + m * px
+            ch[par, 1] += hy + m * py
+            ch[par, 2] += hz + m * pz
+    nv = M.shape[0]
+    for r in range(nv):
+        for c in range(r + 1, nv):
+            # the column walk filled the rows of ancestors (r < c); mirror them
+            M[c, r] = M[r, c]
+
+
+@njit(**_JIT)
+def cholesky(A, L):
+    """L lower with L L^T = A (A SPD; only its lower triangle is read). False if not PD."""
+    n = A.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(**_JIT)
+def cholesky_solve(L, x):
+    """Solve L L^T x = rhs in place (x holds rhs on entry)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(**_JIT)
+def mass_and_bias(km, q, v, M, b, ws):
+    """M(q) and b(q, v) (nonlinear effects)."""
+    R, p = ws[0], ws[1]
+    forward_kinematics(km, q, R, p)
+    crba(km, R, p, M, ws)
+    rnea(km, R, p, v, ws[10], b, ws)
+
+
+@njit(**_JIT)
+def forward_dynamics(km, q, v, tau, M, b, a, ws):
+    """a = accelerations with M a + b = tau; leaves M(q), b(q, v) and the factor in ws[11]."""
+    mass_and_bias(km, q, v, M, b, ws)
+    _solve_with(M, b, tau, a, ws[11])
+
+
+@njit(**_JIT)
+def _solve_with(M, b, tau, a, L):
+    if not cholesky(M, L):
+        raise np.linalg.LinAlgError("mass matrix not positive definite")
+    for k in range(a.shape[0]):
+        a[k] = tau[k] - b[k]
+    cholesky_solve(L, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration exponential (pin.integrate)
+
+
+@njit(**_JIT)
+def integrate(km, q, dq, out):
+    """out = q (+) dq, joint by joint, with Pinocchio 4's formulas."""
+    jint = km[0]
+    n = jint.shape[0]
+    for i in range(n):
+        kind, iq, iv = jint[i, 1], jint[i, 2], jint[i, 3]
+        if kind == FREEFLYER:
+            vx, vy, vz = dq[iv], dq[iv + 1], dq[iv + 2]
+            wx, wy, wz = dq[iv + 3], dq[iv + 4], dq[iv + 5]
+            sq = wx * wx + wy * wy + wz * wz
+            t2 = sq + EPS * EPS
+            t = math.sqrt(t2)
+            st, ct = math.sin(t), math.cos(t)
+            inv_t2 = 1.0 / t2
+            if t < TS_PREC:
+                a_wxv = 0.5 - t2 / 24.0
+                a_w2 = 1.0 / 6.0 - t2 / 120.0
+            else:
+                a_wxv = (1.0 - ct) * inv_t2
+                a_w2 = (t - st) * inv_t2 / t
+            cx, cy, cz = wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx
+            ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx
+            ex = vx + a_wxv * cx + a_w2 * ccx
+            ey = vy + a_wxv * cy + a_w2 * ccy
+            ez = vz + a_wxv * cz + a_w2 * ccz
+            # exp3(w) as a quaternion
+            te = math.sqrt(sq + EPS * EPS)
+            if sq > TS_PREC:
+                ha = 0.5 * te
+                sh = math.sin(ha)
+                bw = math.cos(ha)
+                bx, by, bz = sh * (wx / te), sh * (wy / te), sh * (wz / te)
+            else:
+                t22 = sq / 4.0
+                k = 0.5 * (1.0 - t22 / 6.0 + t22 * t22 / 120.0)
+                bx, by, bz = k * wx, k * wy, k * wz
+                bw = 1.0 - t22 / 2.0 + t22 * t22 / 24.0
+            ax, ay, az, aw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+            # translation: quat * e + p (Eigen's _transformVector)
+            ux, uy, uz = ay * ez - az * ey, az * ex - ax * ez, ax * ey - ay * ex
+            ux, uy, uz = ux + ux, uy + uy, uz + uz
+            out[iq] = (ex + aw * ux + (ay * uz - az * uy)) + q[iq]
+            out[iq + 1] = (ey + aw * uy + (az * ux - ax * uz)) + q[iq + 1]
+            out[iq + 2] = (ez + aw * uz + (ax * uy - ay * ux)) + q[iq + 2]
+            rw = aw * bw - ax * bx - ay * by - az * bz
+            rx = aw * bx + ax * bw + ay * bz - az * by
+            ry = aw * by + ay * bw + az * bx - ax * bz
+            rz = aw * bz + az * bw + ax * by - ay * bx
+            if rx * ax + ry * ay + rz * az + rw * aw < 0.0:
+                rx, ry, rz, rw = -rx, -ry, -rz, -rw
+            alpha = (3.0 - (rx * rx + ry * ry + rz * rz + rw * rw)) / 2.0
+            out[iq + 3], out[iq + 4], out[iq + 5], out[iq + 6] = rx * alpha, ry * alpha, rz * alpha, rw * alpha
+        elif kind == PLANAR:
+            v0, v1, om = dq[iv], dq[iv + 1], dq[iv + 2]
+            c0, s0 = q[iq + 2], q[iq + 3]
+            sv, cv = math.sin(om), math.cos(om)
+            tx = -v1 - (-v1 * cv + v0 * (-sv))
+            ty = v0 - (-v1 * sv + v0 * cv)
+            tx /= om
+            ty /= om
+            if not abs(om) > 1e-14:
+                tx, ty = v0, v1
+            out[iq] = (c0 * tx + (-s0) * ty) + q[iq]
+            out[iq + 1] = (s0 * tx + c0 * ty) + q[iq + 1]
+            out[iq + 2] = c0 * cv + (-s0) * sv
+            out[iq + 3] = s0 * cv + c0 * sv
+        elif kind == REVOLUTE_UNBOUNDED:
+            ca, sa, om = q[iq], q[iq + 1], dq[iv]
+            so, co = math.sin(om), math.cos(om)
+            x = co * ca - so * sa
+            y = so * ca + co * sa
+            f = (3.0 - (x * x + y * y)) / 2.0
+            out[iq], out[iq + 1] = x * f, y * f
+        else:
+            out[iq] = q[iq] + dq[iv]
+
+
+# ---------------------------------------------------------------------------------------------
+# Plant step (physics/plant.py)
+
+
+@njit(inline="always", **_JIT)
+def _dexp_inv(planar, nb, th, v, out, f, g):
+    """out = dexp^-1_th(v): v with the base part corrected by 1/2 [th, v] + 1/12 [th, [th, v]]."""
+    for k in range(v.shape[0]):
+        out[k] = v[k]
+    _bracket(planar, th, v, f)
+    _bracket(planar, th, f, g)
+    for k in range(nb):
+        out[k] += 0.5 * f[k] + g[k] / 12.0
+
+
+@njit(inline="always", **_JIT)
+def _bracket(planar, xi, eta, out):
+    if planar:
+        w1, w2 = xi[2], eta[2]
+        out[0] = -w1 * eta[1] + w2 * xi[1]
+        out[1] = w1 * eta[0] - w2 * xi[0]
+        out[2] = 0.0
+    else:
+        v1x, v1y, v1z, w1x, w1y, w1z = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+        v2x, v2y, v2z, w2x, w2y, w2z = eta[0], eta[1], eta[2], eta[3], eta[4], eta[5]
+        out[0] = (v1y * w2z - v1z * w2y) + (w1y * v2z - w1z * v2y)
+        out[1] = (v1z * w2x - v1x * w2z) + (w1z * v2x - w1x * v2z)
+        out[2] = (v1x * w2y - v1y * w2x) + (w1x * v2y - w1y * v2x)
+        out[3] = w1y * w2z - w1z * w2y
+        out[4] = w1z * w2x - w1x * w2z
+        out[5] = w1x * w2y - w1y * w2x
+
+
+@njit(**_JIT)
+def base_rotation(planar, q, Rb):
+    """Rb = world <- base_link rotation (3x3) of configuration q."""
+    if planar:
+        c, s = q[2], q[3]
+        Rb[0, 0], Rb[0, 1], Rb[0, 2] = c, -s, 0.0
+        Rb[1, 0], Rb[1, 1], Rb[1, 2] = s, c, 0.0
+        Rb[2, 0], Rb[2, 1], Rb[2, 2] = 0.0, 0.0, 1.0
+        return
+    x, y, z, w = q[3], q[4], q[5], q[6]
+    tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
+    twx, twy, twz = tx * w, ty * w, tz * w
+    txx, txy, txz = tx * x, ty * x, tz * x
+    tyy, tyz, tzz = ty * y, tz * y, tz * z
+    Rb[0, 0], Rb[0, 1], Rb[0, 2] = 1.0 - (tyy + tzz), txy - twz, txz + twy
+    Rb[1, 0], Rb[1, 1], Rb[1, 2] = txy + twz, 1.0 - (txx + tzz), tyz - twx
+    Rb[2, 0], Rb[2, 1], Rb[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+
+
+@njit(**_JIT)
+def base_wrench_about_world_origin(planar, q, tau_b, Rb, out):
+    """out = physics.momentum.base_wrench_about_world_origin(q, tau_b)."""
+    base_rotation(planar, q, Rb)
+    if planar:
+        Fx = Rb[0, 0] * tau_b[0] + Rb[0, 1] * tau_b[1]
+        Fy = Rb[1, 0] * tau_b[0] + Rb[1, 1] * tau_b[1]
+        out[0], out[1] = Fx, Fy
+        out[2] = tau_b[2] + (q[0] * Fy - q[1] * Fx)
+        return
+    for a in range(3):
+        out[a] = Rb[a, 0] * tau_b[0] + Rb[a, 1] * tau_b[1] + Rb[a, 2] * tau_b[2]
+    rx, ry, rz = q[0], q[1], q[2]
+    for a in range(3):
+        out[3 + a] = Rb[a, 0] * tau_b[3] + Rb[a, 1] * tau_b[4] + Rb[a, 2] * tau_b[5]
+    out[3] += ry * out[2] - rz * out[1]
+    out[4] += rz * out[0] - rx * out[2]
+    out[5] += rx * out[1] - ry * out[0]
+
+
+@njit(**_JIT)
+def momentum_base_rows(planar, q, hw, Rb, out):
+    """out = physics.momentum.world_momentum_to_base_rows(q, hw)."""
+    base_rotation(planar, q, Rb)
+    if planar:
+        Px, Py = hw[0], hw[1]
+        out[0] = Rb[0, 0] * Px + Rb[1, 0] * Py
+        out[1] = Rb[0, 1] * Px + Rb[1, 1] * Py
+        out[2] = hw[2] - (q[0] * Py - q[1] * Px)
+        return
+    rx, ry, rz = q[0], q[1], q[2]
+    P0, P1, P2 = hw[0], hw[1], hw[2]
+    Lx = hw[3] - (ry * P2 - rz * P1)
+    Ly = hw[4] - (rz * P0 - rx * P2)
+    Lz = hw[5] - (rx * P1 - ry * P0)
+    for a in range(3):
+        out[a] = Rb[0, a] * P0 + Rb[1, a] * P1 + Rb[2, a] * P2
+        out[3 + a] = Rb[0, a] * Lx + Rb[1, a] * Ly + Rb[2, a] * Lz
+
+
+@njit(**_JIT)
+def _cholesky_nb(M, nb, Lb):
+    """Cholesky factor of the leading nb x nb block of M."""
+    for j in range(nb):
+        d = M[j, j]
+        for k in range(j):
+            d -= Lb[j, k] * Lb[j, k]
+        if not d > 0.0:
+            raise np.linalg.LinAlgError("base inertia not positive definite")
+        d = math.sqrt(d)
+        Lb[j, j] = d
+        for i in range(j + 1, nb):
+            s = M[i, j]
+            for k in range(j):
+                s -= Lb[i, k] * Lb[j, k]
+            Lb[i, j] = s / d
+        for i in range(j):
+            Lb[i, j] = 0.0
+
+
+@njit(**_JIT)
+def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
+    """One RKMK4 step with momentum projection (Plant.step with raw generalized forces).
+
+    M0, b0: M(q0), b(q0, v0) (e.g. from the previous step's projection and the controller).
+    Writes q_new, v_new, M_new = M(q_new) (full), b_new = b(q_new, v_new); ``mom`` (the world
+    momentum) is updated in place when the base force is non-zero. k1v stays in ws[14][2].
+    """
+    nv = v0.shape[0]
+    M, b = ws[12], ws[13]
+    st, qs, snb = ws[14], ws[15], ws[16]
+    th, vs, k1v, k2v, k3v, k2t, k3t, k4t = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
+    q2, q3, q4 = qs[0], qs[1], qs[2]
+    f, g = snb[0], snb[1]
+    _solve_with(M0, b0, tau, k1v, ws[11])
+    hh = 0.5 * h
+    for k in range(nv):
+        th[k] = hh * v0[k]
+        vs[k] = v0[k] + hh * k1v[k]
+    _dexp_inv(planar, nb, th, vs, k2t, f, g)
+    integrate(km, q0, th, q2)
+    forward_dynamics(km, q2, vs, tau, M, b, k2v, ws)
+    for k in range(nv):
+        th[k] = hh * k2t[k]
+        vs[k] = v0[k] + hh * k2v[k]
+    _dexp_inv(planar, nb, th, vs, k3t, f, g)
+    integrate(km, q0, th, q3)
+    forward_dynamics(km, q3, vs, tau, M, b, k3v, ws)
+    for k in range(nv):
+        th[k] = h * k3t[k]
+        vs[k] = v0[k] + h * k3v[k]
+    _dexp_inv(planar, nb, th, vs, k4t, f, g)
+    integrate(km, q0, th, q4)
+    k4v = ws[14][8]
+    forward_dynamics(km, q4, vs, tau, M, b, k4v, ws)
+    h6 = h / 6.0
+    for k in range(nv):
+        th[k] = h6 * (((v0[k] + 2.0 * k2t[k]) + 2.0 * k3t[k]) + k4t[k])
+        v_new[k] = v0[k] + h6 * (((k1v[k] + 2.0 * k2v[k]) + 2.0 * k3v[k]) + k4v[k])
+    integrate(km, q0, th, q_new)
+
+    any_base = False
+    for k in range(nb):
+        if tau[k] != 0.0:
+            any_base = True
+    Rb = ws[9]
+    if any_base:
+        tb = tau[:nb]
+        w = snb[2]
+        wsum = snb[3]
+        base_wrench_about_world_origin(planar, q0, tb, Rb, w)
+        for k in range(nb):
+            wsum[k] = w[k]
+        base_wrench_about_world_origin(planar, q2, tb, Rb, w)
+        for k in range(nb):
+            wsum[k] = wsum[k] + 2.0 * w[k]
+        base_wrench_about_world_origin(planar, q3, tb, Rb, w)
+        for k in range(nb):
+            wsum[k] = wsum[k] + 2.0 * w[k]
+        base_wrench_about_world_origin(planar, q4, tb, Rb, w)
+        for k in range(nb):
+            mom[k] = mom[k] + h6 * (wsum[k] + w[k])
+    R, p = ws[0], ws[1]
+    forward_kinematics(km, q_new, R, p)
+    crba(km, R, p, M_new, ws)
+    rows = snb[4]
+    momentum_base_rows(planar, q_new, mom, Rb, rows)
+    for r in range(nb):
+        s = rows[r]
+        for c in range(nb, nv):
+            s -= M_new[r, c] * v_new[c]
+        rows[r] = s
+    Lb = ws[17]
+    _cholesky_nb(M_new, nb, Lb)
+    cholesky_solve(Lb, rows)
+    for r in range(nb):
+        v_new[r] = rows[r]
+    rnea(km, R, p, v_new, ws[10], b_new, ws)
+
+
+# ---------------------------------------------------------------------------------------------
+# Computed torque, floating mode (control/computed_torque.py)
+
+
+@njit(**_JIT)
+def computed_torque_floating(nb, M, b, u_arm, arm_v, wheel_v, out, ws):
+    """out (nv - nb,) = joint forces of the floating-mode law: H* acc + C* with idle wheels.
+
+    H* = M_jj - M_jb M_bb^-1 M_bj, C* = b_j - M_jb M_bb^-1 b_b (symmetrised like
+    reduced_dynamics); the wheel accelerations are solved from the wheel rows with zero
+    wheel torque (hybrid dynamics), whose forces are then exactly zero.
+    """
+    nv = M.shape[0]
+    nj = nv - nb
+    Lb, X, H, C, acc = ws[17], ws[18], ws[19], ws[20], ws[21]
+    col = ws[16][5]
+    _cholesky_nb(M, nb, Lb)
+    for c in range(nj + 1):  # X = M_bb^-1 [M_bj, b_b]
+        for r in range(nb):
+            col[r] = M[r, nb + c] if c < nj else b[r]
+        cholesky_solve(Lb, col)
+        for r in range(nb):
+            X[r, c] = col[r]
+    for i in range(nj):
+        for j in range(nj + 1):
+            g = 0.0
+            for r in range(nb):
+                g += M[nb + i, r] * X[r, j]
+            if j < nj:
+                H[i, j] = M[nb + i, nb + j] - g
+            else:
+                C[i] = b[nb + i] - g
+    for i in range(nj):
+        for j in range(i + 1, nj):
+            s = 0.5 * (H[i, j] + H[j, i])
+            H[i, j] = s
+            H[j, i] = s
+    for j in range(nj):
+        acc[j] = 0.0
+    for k in range(arm_v.shape[0]):
+        acc[arm_v[k] - nb] = u_arm[k]
+    nw = wheel_v.shape[0]
+    if nw:
+        A = np.empty((nw, nw))
+        LA = np.empty((nw, nw))
+        rhs = np.empty(nw)
+        for a in range(nw):
+            ra = wheel_v[a] - nb
+            s = -C[ra]
+            for j in range(nj):
+                s -= H[ra, j] * acc[j]
+            rhs[a] = s
+            for c in range(nw):
+                A[a, c] = H[ra, wheel_v[c] - nb]
+        if not cholesky(A, LA):
+            raise np.linalg.LinAlgError("wheel inertia not positive definite")
+        cholesky_solve(LA, rhs)
+        for a in range(nw):
+            acc[wheel_v[a] - nb] = rhs[a]
+    for i in range(nj):
+        s = 0.0
+        for j in range(nj):
+            s += H[i, j] * acc[j]
+        out[i] = s + C[i]
+    for a in range(nw):
+        out[wheel_v[a] - nb] = 0.0
+
+
+@njit(**_JIT)
+def arm_positions(q, arm_q, arm_kind, out):
+    """Arm joint positions as joint_positions() gives them (continuous joints wrapped)."""
+    for k in range(arm_q.shape[0]):
+        if arm_kind[k] == REVOLUTE_UNBOUNDED:
+            out[k] = math.atan2(q[arm_q[k] + 1], q[arm_q[k]])
+        else:
+            out[k] = q[arm_q[k]]
+
+
+@njit(**_JIT)
+def wilde_reference(t, q0, rate, phases, period, pos, vel):
+    """Wilde.joint_reference(t): pos, vel (acc is zero)."""
+    n = q0.shape[0]
+    for k in range(n):
+        pos[k] = q0[k]
+        vel[k] = 0.0
+    active = min(int(t // period), n)
+    if active < n:
+        tau = t - active * period
+        angle, start = 0.0, 0.0
+        for j in range(phases.shape[0]):
+            length = phases[j, 0]
+            r = phases[j, 1] * rate / 0.1
+            if tau < start + length:
+                angle += r * (tau - start)
+                vel[active] = r
+                break
+            angle += r * length
+            start += length
+        pos[active] += angle
+
+
+@njit(**_JIT)
+def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, effort, kp, kd,
+              ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
+              q, v, mom, M, b, out_arm, out_pos, out_vel, log_every, log_q, log_v):
+    """Control ticks k0 .. k1-1 in lockstep with the plant (state q, v, momentum mom updated in
+    place; M, b: M(q) and b(q, v) of the plant model on entry and on exit).
+
+    Every tick k with (k - k0) % log_every == 0, or k == n_ticks, is logged to row
+    j = (k - k0) // log_every (or the next one, for a last tick off the grid): the arm torques
+    before saturation (out_arm), the joint reference (out_pos, out_vel) and the state it was
+    computed from (log_q, log_v). Stops after the control of tick n_ticks. Returns the number
+    of rows written.
+    """
+    nv = v.shape[0]
+    nq = q.shape[0]
+    na = arm_v.shape[0]
+    ws = workspace(kmP[0].shape[0], nq, nv, nb)
+    pos, vel, qa, u = ws[22][0, :na], ws[22][1, :na], ws[22][2, :na], ws[22][3, :na]
+    forces = np.empty(nv - nb)
+    tau = np.zeros(nv)
+    Mc = np.empty((nv, nv))
+    bc = np.empty(nv)
+    qn = np.empty(nq)
+    vn = np.empty(nv)
+    Mn = np.empty((nv, nv))
+    bn = np.empty(nv)
+    h = dt / substeps
+    row = 0
+    for k in range(k0, k1):
+        t = k * dt
+        if ref_kind == 1:
+            wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
+        else:
+            for j in range(na):
+                pos[j] = ref_q0[j]
+                vel[j] = 0.0
+        arm_positions(q, arm_q, arm_kind, qa)
+        for j in range(na):
+            u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
+        if same_model:
+            computed_torque_floating(nb, M, b, u, arm_v, wheel_v, forces, ws)
+        else:
+            mass_and_bias(kmC, q, v, Mc, bc, ws)
+            computed_torque_floating(nb, Mc, bc, u, arm_v, wheel_v, forces, ws)
+        if (k - k0) % log_every == 0 or k == n_ticks:
+            for j in range(na):
+                out_arm[row, j] = forces[arm_v[j] - nb]
+                out_pos[row, j] = pos[j]
+                out_vel[row, j] = vel[j]
+            log_q[row, :] = q
+            log_v[row, :] = v
+            row += 1
+        if k == n_ticks:
+            return row
+        # Actuation -> generalized forces (saturate: arm to +-effort; wheels idle: zero)
+        for j in range(nv):
+            tau[j] = 0.0
+        for j in range(na):
+            tau[arm_v[j]] = min(max(forces[arm_v[j] - nb], -effort[j]), effort[j])
+        for s in range(substeps):
+            plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+            q[:] = qn
+            v[:] = vn
+            M[:, :] = Mn
+            b[:] = bn
+    return row

@@ -1,0 +1,155 @@
+"""The compiled (numba) path against Pinocchio and the package's Python path.
+
+Skipped where numba is not installed (it is the optional 'fast' extra).
+"""
+
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+pytest.importorskip("numba", reason="the compiled path needs numba (pip install .[fast])")
+
+from freeflyer_control.control.computed_torque import ComputedTorque
+from freeflyer_control.control.references import JointReference
+from freeflyer_control.model import load_robot
+from freeflyer_control.model.robots import robot_names
+from freeflyer_control.physics.dynamics import mass_matrix
+from freeflyer_control.sim.fast import kernels as K
+from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+from freeflyer_control.sim.fast.runner import not_covered, run_fast
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State
+from freeflyer_control.sim.runner import SimConfig, run_simulation
+
+ROBOTS = robot_names()
+
+
+def python_path(config):
+    """run_simulation on the Python path, the reference the compiled one must reproduce."""
+    return run_simulation(config, fast=False)
+
+
+def rel(x, y):
+    return np.abs(x - y).max() / np.abs(y).max()
+
+
+def random_state(ff, rng, speed=0.5):
+    m = ff.model
+    q = pin.integrate(m, pin.neutral(m), rng.normal(size=m.nv))
+    return q, speed * rng.normal(size=m.nv)
+
+
+def kernel_setup(ff):
+    km = kernel_model(ff)
+    m = ff.model
+    return km, km.arrays(), K.workspace(m.njoints - 1, m.nq, m.nv, ff.nb)
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_mass_matrix_bias_and_forward_dynamics_match_pinocchio(name):
+    ff = load_robot(name)
+    m, data = ff.model, ff.create_data()
+    _, km, ws = kernel_setup(ff)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        q, v = random_state(ff, rng)
+        tau = rng.normal(size=m.nv)
+        M, b, a = np.empty((m.nv, m.nv)), np.empty(m.nv), np.empty(m.nv)
+        K.mass_and_bias(km, q, v, M, b, ws)
+        assert rel(M, mass_matrix(ff, data, q)) < 1e-12
+        assert rel(b, pin.nonLinearEffects(m, data, q, v)) < 1e-12
+        K.forward_dynamics(km, q, v, tau, M, b, a, ws)
+        assert rel(a, pin.aba(m, data, q, v, tau)) < 1e-12
+        R, p = ws[0], ws[1]
+        acc = rng.normal(size=m.nv)
+        out = np.empty(m.nv)
+        K.forward_kinematics(km, q, R, p)
+        K.rnea(km, R, p, v, acc, out, ws)
+        assert rel(out, pin.rnea(m, data, q, v, acc)) < 1e-12
+        for scale in (1e-4, 1e-2, 1.0):
+            dq = scale * rng.normal(size=m.nv)
+            qi = np.empty(m.nq)
+            K.integrate(km, q, dq, qi)
+            assert np.abs(qi - pin.integrate(m, q, dq)).max() < 1e-14
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+@pytest.mark.parametrize("base_force", [False, True])
+def test_plant_step_matches_python_plant(name, base_force):
+    ff = load_robot(name)
+    m = ff.model
+    km_full, km, ws = kernel_setup(ff)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q, v = random_state(ff, rng)
+        tau = rng.normal(size=m.nv)
+        if not base_force:
+            tau[: ff.nb] = 0.0
+        plant = Plant(ff, State(q, v), 1e-3)
+        mom = plant.momentum_world.copy()
+        expected = plant.step(tau=tau)
+        M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
+        K.mass_and_bias(km, q, v, M, b, ws)
+        qn, vn, Mn, bn = np.empty(m.nq), np.empty(m.nv), np.empty((m.nv, m.nv)), np.empty(m.nv)
+        K.plant_step(km, km_full.planar, ff.nb, q, v, tau, 1e-3, mom, M, b, qn, vn, Mn, bn, ws)
+        assert np.abs(qn - expected.q).max() < 1e-12
+        assert rel(vn, expected.v) < 1e-12
+        assert rel(mom, plant.momentum_world) < 1e-12
+        assert rel(ws[14][2], plant.last_acceleration) < 1e-12  # k1 = a(q0, v0)
+        assert rel(Mn, mass_matrix(ff, ff.create_data(), qn)) < 1e-12
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_computed_torque_matches_python_law(name):
+    ff = load_robot(name)
+    m = ff.model
+    kmm, km, ws = kernel_setup(ff)
+    ct = ComputedTorque(ff)
+    rng = np.random.default_rng(3)
+    na = len(ff.arm_joint_names)
+    for _ in range(10):
+        q, v = random_state(ff, rng)
+        jref = JointReference(rng.normal(size=na), rng.normal(size=na), rng.normal(size=na))
+        effort = ct.effort(State(q, v), "floating", jref)
+        M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
+        K.mass_and_bias(km, q, v, M, b, ws)
+        qa = np.empty(na)
+        K.arm_positions(q, kmm.arm_q, kmm.arm_kind, qa)
+        u = jref.acceleration + ct.kd * (jref.velocity - v[kmm.arm_v]) + ct.kp * (jref.position - qa)
+        out = np.empty(m.nv - ff.nb)
+        K.computed_torque_floating(ff.nb, M, b, u, kmm.arm_v, kmm.wheel_v, out, ws)
+        scale = max(1.0, np.abs(effort.arm_torques).max())
+        assert np.abs(out[kmm.arm_v - ff.nb] - effort.arm_torques).max() < 1e-10 * scale
+        assert np.all(out[kmm.wheel_v - ff.nb] == 0.0)
+        assert np.all(effort.wheel_torques == 0.0) and not np.any(effort.base_wrench_world)
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("spatial_6link", {}),
+    ("planar_4link", {}),
+    ("dual_arm_planar", {"mass_error": 0.1, "plant_substeps": 2, "rate": 500.0}),
+    ("spatial_7dof", {"maneuver": "station-keeping", "log_rate": 30.0}),
+])
+def test_closed_loop_matches_python_path(name, extra):
+    """2 s of the lockstep simulation: every logged series equal to the Python path's."""
+    config = SimConfig(robot=name, mode="floating", maneuver=extra.pop("maneuver", "wilde"),
+                       duration=2.0, rate=extra.pop("rate", 1000.0), **extra)
+    fast, slow = run_fast(config), python_path(config)
+    assert list(fast.series) == list(slow.series)
+    assert fast.column_names == slow.column_names
+    for key, expected in slow.series.items():
+        got = fast.series[key]
+        assert got.shape == expected.shape, key
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9, err_msg=key)
+    for key in ("max_abs_linear_momentum", "com_drift_m", "rms_tracking_error", "max_abs_arm_torque_nm"):
+        assert abs(fast.summary[key] - slow.summary[key]) < 1e-9
+
+
+def test_configurations_outside_the_compiled_path_are_refused():
+    assert not_covered(SimConfig(mode="floating", maneuver="wilde")) is None
+    assert not_covered(SimConfig(mode="flying")) is not None
+    assert not_covered(SimConfig(mode="floating", maneuver="ee-point")) is not None
+    assert not_covered(SimConfig(mode="floating", mode_schedule=[(0.0, "floating")])) is not None
+    with pytest.raises(NotCovered):
+        run_fast(SimConfig(mode="floating", maneuver="ee-circle", controller="resolved_rate"))
