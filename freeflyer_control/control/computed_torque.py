@@ -67,6 +67,9 @@ class ComputedTorque:
         self.kp, self.kd = gains.arrays(len(model.arm_joint_names))
         self.base_gains = base_gains
         self.last_dynamics: ReducedDynamics | None = None
+        # Index maps used every tick, computed once: arm and wheel joints among the joints.
+        self._arm_rel = model.arm_v_indices - model.nb
+        self._wheel_rel = model.wheel_v_indices - model.nb
 
     def effort(
         self,
@@ -83,7 +86,7 @@ class ComputedTorque:
         """
         ff = self.model
         arm = ff.arm_v_indices
-        q_arm = joint_positions(ff, state.q)[arm - ff.nb]
+        q_arm = joint_positions(ff, state.q)[self._arm_rel]
         u_arm = (joint_ref.acceleration + self.kd * (joint_ref.velocity - state.v[arm])
                  + self.kp * (joint_ref.position - q_arm))
         part = base_partition(ff.base, mode)
@@ -94,17 +97,17 @@ class ComputedTorque:
 
         rd = reduced_dynamics(ff, self.data, state, mode, M=M)
         self.last_dynamics = rd
-        forces = _forces(ff, rd, mode, nc, u_base, u_arm)
+        arm_idx, wheel_idx = nc + self._arm_rel, nc + self._wheel_rel
+        forces = _forces(ff, rd, mode, nc, u_base, u_arm, arm_idx, wheel_idx)
         wrench = np.zeros(ff.nb)
         if mode is not Mode.ROTATION_FLOATING:  # there the attitude rows carry no force
             wrench[part.commanded] = forces[:nc]
-        arm_rel = arm - ff.nb
-        wheel_rel = ff.wheel_v_indices - ff.nb
-        return ControlEffort(forces[nc + arm_rel], forces[nc + wheel_rel], wrench)
+        return ControlEffort(forces[arm_idx], forces[wheel_idx], wrench)
 
 
 def _forces(
-    ff: FreeFlyerModel, rd: ReducedDynamics, mode: Mode, nc: int, u_base: np.ndarray, u_arm: np.ndarray
+    ff: FreeFlyerModel, rd: ReducedDynamics, mode: Mode, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
+    arm_idx: np.ndarray, wheels: np.ndarray,
 ) -> np.ndarray:
     """Generalized forces on the reduced coordinates [commanded base, joints].
 
@@ -118,8 +121,7 @@ def _forces(
     n = rd.H.shape[0]
     acc = np.zeros(n)
     acc[:nc] = u_base
-    acc[nc + ff.arm_v_indices - ff.nb] = u_arm
-    wheels = nc + ff.wheel_v_indices - ff.nb
+    acc[arm_idx] = u_arm
     force = np.zeros(n)
     if mode is Mode.ROTATION_FLOATING:
         forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
@@ -144,17 +146,16 @@ def hybrid_dynamics(
     ``known_force_rows`` (Featherstone's hybrid dynamics, on the reduced model).
 
     The unknown accelerations are solved from the known-force rows (least squares, minimum
-    norm when there are more unknowns than rows); returns the full force vector with the known
-    entries exactly as given.
+    norm when there are more unknowns than rows) and written into ``acc``; returns the full
+    force vector with the known entries exactly as given.
     """
     if unknown.size == 0:
         return H @ acc + C
-    acc = acc.copy()
     acc[unknown] = 0.0  # so that H[rows] @ acc sums the known accelerations only
     rows = known_force_rows
-    H_rows = H[rows]
+    H_rows = H.take(rows, axis=0)
     rhs = force[rows] - C[rows] - H_rows @ acc
-    A = H_rows[:, unknown]
+    A = H_rows.take(unknown, axis=1)
     acc[unknown] = solve(A, rhs) if A.shape[0] == A.shape[1] else np.linalg.lstsq(A, rhs, rcond=None)[0]
     out = H @ acc + C
     out[rows] = force[rows]
