@@ -154,3 +154,28 @@ def test_base_wrench_in_world_moves_base_as_newton_says():
     lin, ang = base_twist_world(ff, moving)
     J = frame_jacobian(ff, data, moving.q, ff.base_link)
     np.testing.assert_allclose(J @ moving.v, np.concatenate([lin, ang]), atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", list(Mode), ids=str)
+def test_idle_wheels_eliminated_with_the_base_reproduce_the_plant(mode):
+    """Wheels with zero torque are no different from free base DOFs: eliminating them too
+    gives dynamics over [commanded base, arm joints] that the plant obeys."""
+    ff = robot("spatial_6link")
+    data = ff.create_data()
+    rng = np.random.default_rng(15)
+    part = base_partition(ff.base, mode)
+    for _ in range(5):
+        state = random_state(ff, rng, joint_rate=1.0, base_rate=0.5)
+        wrench_local = np.zeros(ff.nb)
+        wrench_local[part.commanded] = rng.normal(size=part.commanded.size)
+        tau = np.concatenate([wrench_local, np.zeros(ff.nj)])
+        tau[ff.arm_v_indices] = rng.normal(size=len(ff.arm_joint_names)) * 0.1
+        full = _plant_actuated_accelerations(ff, data, state, mode, tau)
+        keep = np.concatenate([np.arange(part.commanded.size), part.commanded.size + ff.arm_v_indices - ff.nb])
+        rd = reduced_dynamics(ff, data, state, mode, idle_wheels=True)
+        assert rd.coordinate_names == part.names + ff.arm_joint_names
+        tau_world = np.concatenate([
+            (world_to_local_base_map(ff, state.q).T @ wrench_local)[part.commanded], tau[ff.arm_v_indices]
+        ])
+        np.testing.assert_allclose(rd.accelerations(tau_world), full[keep], rtol=0,
+                                   atol=1e-9 * max(1.0, np.abs(full).max()))

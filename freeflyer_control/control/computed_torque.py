@@ -9,11 +9,12 @@ the reduced model too; what is asked of them depends on the mode:
 * rotation-floating: the attitude is commanded but no external torque exists, so the wheel
   accelerations are whatever makes the base attitude follow (solved from the attitude rows of
   the reduced dynamics), and the wheel torques follow from the wheel rows;
-* every other mode: the wheels are idle (zero torque); their accelerations are solved from the
-  wheel rows and their reaction is compensated in the joint torques.
+* every other mode: the wheels are idle (zero torque), so they are eliminated together with the
+  free base coordinates (``reduced_dynamics(..., idle_wheels=True)``) and their reaction is
+  compensated in the joint torques: the law is then a single product H* u + C*.
 
-Both cases are one linear solve: accelerations are known on some coordinates and forces on
-others (hybrid dynamics). The controller's model may differ from the plant's (mass-property
+Rotation-floating is one linear solve with accelerations known on some coordinates and forces
+on others (hybrid dynamics). The controller's model may differ from the plant's (mass-property
 error), which is how the package studies robustness.
 """
 
@@ -95,43 +96,46 @@ class ComputedTorque:
             raise ValueError(f"mode {mode.value} commands base DOFs: give a base reference")
         u_base = base_accelerations(ff, state, base_ref, self.base_gains, part) if nc else np.zeros(0)
 
+        wrench = np.zeros(ff.nb)
+        if mode is not Mode.ROTATION_FLOATING:
+            # Idle wheels take no torque: eliminated with the free base, the law is one product.
+            rd = reduced_dynamics(ff, self.data, state, mode, M=M, idle_wheels=True)
+            self.last_dynamics = rd
+            acc = np.concatenate((u_base, u_arm))
+            forces = rd.H.dot(acc) + rd.C
+            wrench[part.commanded] = forces[:nc]
+            return ControlEffort(forces[nc:], np.zeros(self._wheel_rel.size), wrench)
         rd = reduced_dynamics(ff, self.data, state, mode, M=M)
         self.last_dynamics = rd
         arm_idx, wheel_idx = nc + self._arm_rel, nc + self._wheel_rel
-        forces = _forces(ff, rd, mode, nc, u_base, u_arm, arm_idx, wheel_idx)
-        wrench = np.zeros(ff.nb)
-        if mode is not Mode.ROTATION_FLOATING:  # there the attitude rows carry no force
-            wrench[part.commanded] = forces[:nc]
-        return ControlEffort(forces[arm_idx], forces[wheel_idx], wrench)
+        forces = _rotation_floating_forces(ff, rd, nc, u_base, u_arm, arm_idx, wheel_idx)
+        return ControlEffort(forces[arm_idx], forces[wheel_idx], wrench)  # no external base force
 
 
-def _forces(
-    ff: FreeFlyerModel, rd: ReducedDynamics, mode: Mode, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
+def _rotation_floating_forces(
+    ff: FreeFlyerModel, rd: ReducedDynamics, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
     arm_idx: np.ndarray, wheels: np.ndarray,
 ) -> np.ndarray:
-    """Generalized forces on the reduced coordinates [commanded base, joints].
+    """Generalized forces on [commanded attitude, joints] in rotation-floating mode.
 
-    Known accelerations: the commanded base (u_base) and the arm joints (u_arm). The wheels are
-    set by rows whose force is known: their own rows (zero torque), or in rotation-floating the
-    attitude rows (zero external torque: the wheels act instead). If that asks more of a wheel
-    than its torque limit, the wheel torque is clipped and the attitude is let go for this tick
-    (its acceleration solved from the clipped torque), so that the arm torques stay consistent
-    with what the wheels really do and the arm keeps tracking.
+    Known accelerations: the attitude (u_base) and the arm joints (u_arm). No external torque
+    acts on the attitude rows: the wheels do the work, their accelerations solved from those
+    rows. If that asks more of a wheel than its torque limit, the wheel torque is clipped and the
+    attitude is let go for this tick (its acceleration solved from the clipped torque), so that
+    the arm torques stay consistent with what the wheels really do and the arm keeps tracking.
     """
     n = rd.H.shape[0]
     acc = np.zeros(n)
     acc[:nc] = u_base
     acc[arm_idx] = u_arm
     force = np.zeros(n)
-    if mode is Mode.ROTATION_FLOATING:
-        forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
-        limit = ff.wheel_max_torques
-        if np.any(np.abs(forces[wheels]) > limit):
-            force[wheels] = np.clip(forces[wheels], -limit, limit)
-            free = np.concatenate([np.arange(nc), wheels])
-            forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=free, known_force_rows=free, force=force)
-        return forces
-    return hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=wheels, force=force)
+    forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
+    limit = ff.wheel_max_torques
+    if np.any(np.abs(forces[wheels]) > limit):
+        force[wheels] = np.clip(forces[wheels], -limit, limit)
+        free = np.concatenate([np.arange(nc), wheels])
+        forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=free, known_force_rows=free, force=force)
+    return forces
 
 
 def hybrid_dynamics(

@@ -62,12 +62,16 @@ def reduced_dynamics(
     mode: Mode | str,
     *,
     M: np.ndarray | None = None,
+    idle_wheels: bool = False,
 ) -> ReducedDynamics:
     """H* and C* of ``mode`` at ``state`` (see the module docstring).
 
     Args:
         M: the mass matrix (full symmetric, as :func:`mass_matrix` returns it) at ``state.q``
             if the caller already has it.
+        idle_wheels: the reaction wheels run free (zero torque), so eliminate them together
+            with the free base coordinates: the coordinates are then the commanded base DOFs and
+            the arm joints only. (Same elimination: no force acts on them.)
     """
     # A per-tick path (computed-torque control): np.take and slices instead of np.ix_ fancy
     # indexing, one LAPACK call. bench/bench_core.py measures it.
@@ -76,19 +80,26 @@ def reduced_dynamics(
     part = base_partition(ff.base, mode)
     f, c = part.free_slice, part.commanded_slice
     a = _actuated_indices(ff.nb, v.shape[0], c.start, c.stop)
+    names = part.names + tuple(ff.joint_names)
+    idle = idle_wheels and ff.wheel_v_indices.size > 0
+    if idle:
+        a, f = _with_idle_wheels(ff, part, a)
+        names = part.names + tuple(ff.arm_joint_names)
     if M is None:
         M = mass_matrix(ff, data, q)
     b = nonlinear_effects(ff, data, q, v)
 
     M_aa = M.take(a, axis=0).take(a, axis=1)
     b_a = b.take(a)
-    if part.free.size:
-        M_fa = M[f].take(a, axis=1)
+    if idle or part.free.size:
+        M_f = M.take(f, axis=0) if idle else M[f]
+        M_fa = M_f.take(a, axis=1)
+        M_ff = M_f.take(f, axis=1) if idle else M_f[:, f]
         # Right-hand sides [M_fa, b_f]: one factorisation for H* and C*.
         rhs = np.empty((M_fa.shape[0], a.size + 1))
         rhs[:, :-1] = M_fa
-        rhs[:, -1] = b[f]
-        G = M_fa.T.dot(solve(M[f, f], rhs))  # M_af M_ff^-1 [M_fa, b_f]
+        rhs[:, -1] = b.take(f) if idle else b[f]
+        G = M_fa.T.dot(solve(M_ff, rhs))  # M_af M_ff^-1 [M_fa, b_f]
         H = M_aa - G[:, :-1]
         C = b_a - G[:, -1]
     else:
@@ -103,7 +114,7 @@ def reduced_dynamics(
         H[:, :nc] = H[:, :nc].dot(T)
         C[:nc] = T.T.dot(C[:nc])
     H = 0.5 * (H + H.T)  # remove round-off asymmetry of the Schur complement
-    return ReducedDynamics(H, C, part.names + tuple(ff.joint_names), mode)
+    return ReducedDynamics(H, C, names, mode)
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,6 +124,24 @@ def _actuated_indices(nb: int, nv: int, c_start: int, c_stop: int) -> np.ndarray
     a = np.concatenate([np.arange(c_start, c_stop), np.arange(nb, nv)])
     a.setflags(write=False)
     return a
+
+
+def _with_idle_wheels(ff: FreeFlyerModel, part, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(actuated, eliminated) index arrays when the wheels are eliminated with the free base."""
+    key = (id(ff), part.commanded.tobytes(), a.size)
+    hit = _IDLE_CACHE.get(key)
+    if hit is not None and hit[0] is ff:
+        return hit[1], hit[2]
+    wheels = ff.wheel_v_indices
+    act = np.array([i for i in a if i not in set(wheels.tolist())], dtype=int)
+    free = np.concatenate([part.free, wheels]).astype(int)
+    act.setflags(write=False)
+    free.setflags(write=False)
+    _IDLE_CACHE[key] = (ff, act, free)
+    return act, free
+
+
+_IDLE_CACHE: dict = {}
 
 
 def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: slice) -> np.ndarray:
