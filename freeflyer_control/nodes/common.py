@@ -155,6 +155,12 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # SIGINT / SIGTERM shut the context down from rclpy's signal handler; a timer callback
+        # already taken by the executor then fails to publish ("publisher's context is
+        # invalid"). That is the requested stop, not a fault: only re-raise while ROS is up.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -13,7 +13,7 @@ Publishes at ``rate``:
   /thrusters/command           std_msgs/Float64MultiArray   thruster forces (base_actuation=thrusters)
   /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
   /mode                        std_msgs/String, transient local: the mode in force
-  /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray)
+  /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
 Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused
 with the reason. Service ~/reset_estop (std_srvs/Trigger).
 """
@@ -84,7 +84,10 @@ class ControllerNode(Node):
         self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
         self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
-        self.create_subscription(Bool, "estop", self._on_estop, LATCHED_QOS)
+        # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
+        # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
+        # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
+        self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",
                                      lambda m, f=frame: self._on_target(f, m), COMMAND_QOS)
@@ -95,6 +98,8 @@ class ControllerNode(Node):
         self.create_timer(1.0 / p["rate"], self._tick)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.last = None
+        self.markers_every = max(1, round(p["rate"] / 10.0))   # ticks between target markers
+        self.next_markers_tick = 0
         self.pub_mode.publish(String(data=self.server.mode.value))
         self.get_logger().info(f"controlling {self.ff.name}: {p['controller']}, mode {p['mode']}, "
                                f"{p['rate']:g} Hz")
@@ -190,8 +195,13 @@ class ControllerNode(Node):
         if self.ideal_base:
             self.pub_wrench.publish(self._wrench(act.base_wrench_world))
         if out.status != "ok" and (self.last is None or self.last.status != out.status):
-            self.get_logger().warning(f"commands zeroed ({out.status}): {out.reason}")
-        if out.info is not None and out.info.tasks:
+            # Throttled: inputs that flap around the watchdog timeout would flood the log at the
+            # control rate; /diagnostics counts every zeroed tick.
+            self.get_logger().warning(f"commands zeroed ({out.status}): {out.reason}",
+                                      throttle_duration_sec=1.0)
+        if out.info is not None and out.info.tasks and self.server.stats.ticks >= self.next_markers_tick:
+            # For rviz: 10 Hz is plenty, and a MarkerArray per tick costs the loop at 500 Hz.
+            self.next_markers_tick = self.server.stats.ticks + self.markers_every
             self.pub_targets.publish(self._target_markers(out.info.tasks))
         self.last = out
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
@@ -31,6 +30,7 @@ from freeflyer_control.nodes.common import (
     declare,
     diagnostics,
     now_s,
+    param_result,
     robot_from_parameters,
     spin_node,
     state_messages,
@@ -90,6 +90,7 @@ class PlantNode(Node):
                                  lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
         self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self._publish()
@@ -132,6 +133,13 @@ class PlantNode(Node):
                   "step_overruns": self.overruns, "refused_commands": self.errors}
         level = "warn" if self.overruns or self.errors else "ok"
         self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, "simulating", values))
+
+    def _on_params(self, params):
+        """command_timeout is settable at run time (rclpy has checked its range)."""
+        for prm in params:
+            if prm.name == "command_timeout":
+                self.server.command_timeout = float(prm.value)
+        return param_result(None)
 
     def _on_reset(self, request, response):
         self.server.reset()

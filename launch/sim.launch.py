@@ -1,0 +1,228 @@
+"""A simulated free-flyer: plant_node, gjm_node, controller_node, robot_state_publisher (+ rviz2).
+
+    ros2 launch freeflyer_control sim.launch.py
+    ros2 launch freeflyer_control sim.launch.py robot:=spatial_6link rviz:=true
+    ros2 launch freeflyer_control sim.launch.py mode:=flying controller:=resolved_rate rate:=250.0
+    ros2 launch freeflyer_control sim.launch.py robot:=/path/arm.urdf base:=planar end_effectors:=tool0
+
+``robot`` is a bundled robot name (planar_4link, spatial_6link, dual_arm_planar, spatial_7dof) or
+the path of a robot config ``.yaml`` or a ``.urdf``. A bundled robot runs with its ROS parameter
+file ``config/<robot>.yaml`` (rates, initial pose, controller, mode, GJM frames); a robot given as
+a path runs without one (node defaults, plus the launch arguments). Launch arguments left empty
+keep the parameter file's value (or the node's default); given ones override it.
+
+robot_state_publisher gets ``robot_description`` = the URDF text the nodes load (checked by
+``freeflyer_control.model.load_robot``). It ignores the floating base: the plant publishes the
+``world -> base_link`` TF itself.
+
+All topic names are relative, so the whole graph can be put in a namespace (include this file
+inside a ``GroupAction`` with ``PushROSNamespace``) or remapped. See docs/ros.md.
+
+testbed.launch.py and view.launch.py reuse :func:`freeflyer_actions` from this file.
+"""
+
+import os
+import tempfile
+
+import yaml
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = 'freeflyer_control'
+LAUNCH_DIR = os.path.dirname(os.path.abspath(__file__))
+# share/freeflyer_control when installed, the package root in a source checkout.
+SHARE_DIR = os.path.dirname(LAUNCH_DIR)
+
+# Kept in step with the nodes' parameter choices (freeflyer_control.physics.modes.Mode,
+# control.loop.CONTROLLERS, control.effort.BASE_ACTUATION); the nodes validate them again.
+MODES = ('floating', 'rotation-floating', 'rotation-flying', 'translation-flying', 'flying')
+CONTROLLERS = ('computed_torque', 'resolved_rate')
+BASE_ACTUATIONS = ('thrusters', 'ideal')
+TRUE = ('true', '1', 'yes', 'on')
+
+
+def robot_arguments():
+    """Which robot: a bundled name or a path, and what completes a bare URDF."""
+    return [
+        DeclareLaunchArgument(
+            'robot', default_value='planar_4link',
+            description='bundled robot (planar_4link, spatial_6link, dual_arm_planar, '
+                        'spatial_7dof: runs with config/<robot>.yaml) or the path of a robot '
+                        'config .yaml or a .urdf (runs without a parameter file)'),
+        DeclareLaunchArgument(
+            'base', default_value='', choices=['', 'planar', 'spatial'],
+            description='floating base of a bare .urdf: planar (x, y, yaw) or spatial '
+                        '(empty: from the robot config)'),
+        DeclareLaunchArgument(
+            'end_effectors', default_value='',
+            description='comma-separated end-effector frames of a bare .urdf '
+                        '(empty: from the robot config)'),
+    ]
+
+
+def control_arguments():
+    """How to control it (empty: the parameter file's value, else the node's default)."""
+    return [
+        DeclareLaunchArgument(
+            'mode', default_value='', choices=[''] + list(MODES),
+            description='initial maneuvering mode (empty: parameter file, else floating); '
+                        'change it at run time with `ros2 param set /controller_node mode ...`'),
+        DeclareLaunchArgument(
+            'controller', default_value='', choices=[''] + list(CONTROLLERS),
+            description='control law (empty: parameter file, else computed_torque)'),
+        DeclareLaunchArgument(
+            'base_actuation', default_value='', choices=[''] + list(BASE_ACTUATIONS),
+            description='base wrenches through the thrusters (/thrusters/command) or as an '
+                        'ideal wrench (/base/wrench_command) (empty: parameter file, else '
+                        'thrusters)'),
+        DeclareLaunchArgument(
+            'rate', default_value='',
+            description='control rate, Hz, and (sim) the plant rate (empty: parameter file, '
+                        'else 500)'),
+    ]
+
+
+def rviz_argument(default='false'):
+    return DeclareLaunchArgument(
+        'rviz', default_value=default, choices=['true', 'false'],
+        description='start rviz2 with rviz/freeflyer.rviz')
+
+
+def use_sim_time_argument():
+    return DeclareLaunchArgument(
+        'use_sim_time', default_value='false', choices=['true', 'false'],
+        description='take time from /clock (a simulator or a bag) instead of the system clock')
+
+
+def _arg(context, name, default=''):
+    """A launch configuration's value as text ('' when not declared)."""
+    return LaunchConfiguration(name, default=default).perform(context).strip()
+
+
+def _text(value):
+    """A string parameter that launch must not read as YAML (a URDF, a path, 'true')."""
+    return ParameterValue(value, value_type=str)
+
+
+def _node_parameters(files, node_name, overrides):
+    """A node's parameters: the robot's parameter file, then a file with the overrides.
+
+    The overrides are written under the key ``/**/<node_name>``, the key of the node's section
+    in config/<robot>.yaml. rcl merges all parameter files into one list of node keys, in the
+    order the keys first appear, and applies the matching keys in that order. A dict given to
+    launch_ros goes under ``/**``, which the robot file already opened first: the file's
+    ``/**/<node>`` section would then override the launch arguments. Under the same key, the
+    later file wins.
+    """
+    if not overrides:
+        return list(files)
+    with tempfile.NamedTemporaryFile('w', prefix=f'freeflyer_{node_name}_', suffix='.yaml',
+                                     delete=False) as f:
+        yaml.safe_dump({f'/**/{node_name}': {'ros__parameters': overrides}}, f)
+    return list(files) + [f.name]
+
+
+def resolve_robot(context):
+    """The robot named by the launch arguments.
+
+    Returns ``(model, parameter_files, robot_parameters)``: the checked model (its ``urdf_xml``
+    goes to robot_state_publisher), ``[config/<robot>.yaml]`` for a bundled robot (``[]`` for a
+    path), and the ``robot`` / ``base`` / ``end_effectors`` parameters every node gets.
+    """
+    from freeflyer_control.model.robots import load_robot, robot_names
+
+    robot = _arg(context, 'robot') or 'planar_4link'
+    base = _arg(context, 'base')
+    end_effectors = [e.strip() for e in _arg(context, 'end_effectors').split(',') if e.strip()]
+    files = []
+    if robot in robot_names():
+        param_file = os.path.join(SHARE_DIR, 'config', robot + '.yaml')
+        if os.path.isfile(param_file):
+            files.append(param_file)
+    elif os.sep in robot or os.path.splitext(robot)[1] or os.path.exists(robot):
+        # A path: made absolute, the nodes may run in another working directory. (A bare word
+        # that is no bundled name stays as it is, for load_robot's error listing the names.)
+        robot = os.path.abspath(os.path.expanduser(robot))
+    model = load_robot(robot, base=base or None, end_effectors=end_effectors or None)
+    params = {'robot': robot}
+    if base:
+        params['base'] = base
+    if end_effectors:
+        params['end_effectors'] = list(end_effectors)
+    return model, files, params
+
+
+def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None):
+    """The nodes, after the launch arguments are known (an OpaqueFunction's body).
+
+    Args:
+        plant: start plant_node (sim) or not (testbed, view: the hardware bridge, a simulator
+            or a bag publishes /joint_states, /base/odom and the world -> base_link TF).
+        control: start gjm_node and controller_node.
+        use_sim_time: True / False, or None to read the ``use_sim_time`` launch argument.
+            sim.launch.py passes False: its plant steps on the system clock and publishes no
+            /clock, so no node of the simulated graph may wait for one.
+    """
+    model, files, robot_params = resolve_robot(context)
+    rviz = _arg(context, 'rviz', 'false').lower() in TRUE
+    if rviz:  # before any node starts: a failing action would leave the others orphaned
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+        try:
+            get_package_prefix('rviz2')
+        except PackageNotFoundError:
+            raise RuntimeError('rviz:=true, but the rviz2 package is not installed here '
+                               '(install it, or run with rviz:=false)') from None
+    if use_sim_time is None:
+        use_sim_time = _arg(context, 'use_sim_time', 'false').lower() in TRUE
+    rate = _arg(context, 'rate')
+    if rate:
+        try:
+            rate = float(rate)
+        except ValueError:
+            raise RuntimeError(f"launch argument rate:='{rate}' is not a number (Hz)") from None
+        if not rate > 0:
+            raise RuntimeError(f'launch argument rate:={rate} must be > 0 Hz')
+    common = dict(robot_params, use_sim_time=use_sim_time)
+
+    actions = [
+        Node(package='robot_state_publisher', executable='robot_state_publisher',
+             name='robot_state_publisher', output='screen',
+             parameters=[{'robot_description': _text(model.urdf_xml),
+                          'use_sim_time': use_sim_time}]),
+    ]
+    if plant:
+        plant_params = dict(common, **({'rate': rate} if rate else {}))
+        actions.append(Node(
+            package=PACKAGE, executable='plant_node', name='plant_node', output='screen',
+            parameters=_node_parameters(files, 'plant_node', plant_params)))
+    if control:
+        controller_params = dict(common, **({'rate': rate} if rate else {}))
+        for name in ('mode', 'controller', 'base_actuation'):
+            value = _arg(context, name)
+            if value:
+                controller_params[name] = value
+        actions += [
+            Node(package=PACKAGE, executable='gjm_node', name='gjm_node', output='screen',
+                 parameters=_node_parameters(files, 'gjm_node', common)),
+            Node(package=PACKAGE, executable='controller_node', name='controller_node',
+                 output='screen',
+                 parameters=_node_parameters(files, 'controller_node', controller_params)),
+        ]
+    if rviz:
+        actions.append(Node(
+            package='rviz2', executable='rviz2', name='rviz2', output='screen',
+            arguments=['-d', os.path.join(SHARE_DIR, 'rviz', 'freeflyer.rviz')],
+            parameters=[{'use_sim_time': use_sim_time}]))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        robot_arguments() + control_arguments() + [
+            rviz_argument('false'),
+            # The simulated plant is the clock: no use_sim_time here (see freeflyer_actions).
+            OpaqueFunction(function=freeflyer_actions, kwargs={'use_sim_time': False}),
+        ])
