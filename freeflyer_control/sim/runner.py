@@ -188,6 +188,21 @@ class Recorder:
         return {k: np.vstack(v) if v and v[0].size else np.zeros((len(v), 0)) for k, v in self.rows.items()}
 
 
+def initial_state(ff: FreeFlyerModel, config: SimConfig, maneuver) -> State:
+    """The state a run starts from: the configured joint angles (default: zeros for joint-space
+    maneuvers, the ready pose for end-effector ones), base at the origin with the maneuver's
+    initial twist (its in-plane part for a planar base)."""
+    q_init = config.initial_joint_positions
+    if q_init is None:
+        q_init = ff.ready_pose if maneuver.task_space else {}
+    twist = maneuver.initial_base_twist
+    lin, ang = twist[:3].copy(), twist[3:].copy()
+    if ff.base == "planar":
+        lin[2] = 0.0
+        ang[:2] = 0.0
+    return make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+
+
 def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None,
                    *, fast: bool | None = None) -> SimResult:
     """Run ``config`` to the end; ``progress(t, duration)`` is called now and then.
@@ -209,15 +224,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     if schedule and schedule[0][0] == 0.0:
         schedule.pop(0)
 
-    q_init = config.initial_joint_positions
-    if q_init is None:
-        q_init = ff.ready_pose if maneuver.task_space else {}
-    twist = maneuver.initial_base_twist
-    lin, ang = twist[:3].copy(), twist[3:].copy()
-    if ff.base == "planar":
-        lin[2] = 0.0
-        ang[:2] = 0.0
-    state = make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+    state = initial_state(ff, config, maneuver)
 
     loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode,
                        base_actuation=config.base_actuation)

@@ -32,7 +32,6 @@ from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.momentum import world_momentum
-from freeflyer_control.physics.state import make_state
 
 _REF_KINDS = {"wilde": 1, "station-keeping": 0}
 
@@ -65,7 +64,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
     Raises:
         NotCovered: for a config or robot the compiled path does not implement.
     """
-    from freeflyer_control.sim.runner import Recorder, SimResult, summarize
+    from freeflyer_control.sim.runner import Recorder, SimResult, initial_state, summarize
 
     config.validate()
     reason = not_covered(config)
@@ -77,13 +76,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
     kc_model = kp_model if model is ff else kernel_model(model)
     maneuver = make_maneuver(config.maneuver)
 
-    q_init = config.initial_joint_positions if config.initial_joint_positions is not None else {}
-    twist = maneuver.initial_base_twist
-    lin, ang = twist[:3].copy(), twist[3:].copy()
-    if ff.base == "planar":
-        lin[2] = 0.0
-        ang[:2] = 0.0
-    state = make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+    state = initial_state(ff, config, maneuver)  # joint maneuvers only: no ready pose here
 
     loop = ControlLoop(model, maneuver, controller=config.controller, mode=config.mode,
                        base_actuation=config.base_actuation)
