@@ -80,21 +80,40 @@ class Wilde(Maneuver):
 
     def joint_reference(self, t: float) -> JointReference:
         n = self.q0.size
-        pos, vel = self.q0.copy(), np.zeros(n)
-        active = min(int(t // WILDE_PERIOD), n)
-        if active < n:
-            tau = t - active * WILDE_PERIOD
-            angle, start = 0.0, 0.0
-            for length, rate in WILDE_PHASES:
-                r = rate * self.rate / 0.1
-                if tau < start + length:
-                    angle += r * (tau - start)
-                    vel[active] = r
-                    break
-                angle += r * length
-                start += length
-            pos[active] += angle
+        pos, vel = np.empty(n), np.empty(n)
+        wilde_profile(t, self.q0, self.rate, _WILDE_TABLE, WILDE_PERIOD, pos, vel)
         return JointReference(pos, vel, np.zeros(n))
+
+
+_WILDE_TABLE = np.array(WILDE_PHASES, dtype=float)
+
+
+def wilde_profile(t, q0, rate, phases, period, pos, vel) -> None:
+    """Wilde et al.'s joint reference at time t (s), written into ``pos`` (rad) and ``vel``
+    (rad/s): joint k moves during [k period, (k+1) period) through the (duration, rate) rows of
+    ``phases``, scaled to a peak ``rate``; the others hold ``q0``.
+
+    Plain loops over scalars on purpose: the compiled simulation engine compiles this same
+    function (numba), so the reference has one definition.
+    """
+    n = q0.shape[0]
+    for k in range(n):
+        pos[k] = q0[k]
+        vel[k] = 0.0
+    active = min(int(t // period), n)
+    if active < n:
+        tau = t - active * period
+        angle, start = 0.0, 0.0
+        for j in range(phases.shape[0]):
+            length = phases[j, 0]
+            r = phases[j, 1] * rate / 0.1
+            if tau < start + length:
+                angle += r * (tau - start)
+                vel[active] = r
+                break
+            angle += r * length
+            start += length
+        pos[active] += angle
 
 
 @dataclass

@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from freeflyer_control.control.maneuvers import wilde_profile
+
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 EPS = float(np.finfo(float).eps)
@@ -752,27 +754,8 @@ def arm_positions(q, arm_q, arm_kind, out):
             out[k] = q[arm_q[k]]
 
 
-@njit(**_JIT)
-def wilde_reference(t, q0, rate, phases, period, pos, vel):
-    """Wilde.joint_reference(t): pos, vel (acc is zero)."""
-    n = q0.shape[0]
-    for k in range(n):
-        pos[k] = q0[k]
-        vel[k] = 0.0
-    active = min(int(t // period), n)
-    if active < n:
-        tau = t - active * period
-        angle, start = 0.0, 0.0
-        for j in range(phases.shape[0]):
-            length = phases[j, 0]
-            r = phases[j, 1] * rate / 0.1
-            if tau < start + length:
-                angle += r * (tau - start)
-                vel[active] = r
-                break
-            angle += r * length
-            start += length
-        pos[active] += angle
+# The Wilde reference has one definition, in control/maneuvers.py; compiled here as it is.
+wilde_reference = njit(**_JIT)(wilde_profile)
 
 
 @njit(**_JIT)
