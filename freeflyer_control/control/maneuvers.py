@@ -169,6 +169,25 @@ class StationKeeping(Maneuver):
         self.initial_base_twist = np.array([0.02, -0.01, 0.0, 0.0, 0.0, 0.02])
 
 
+@dataclass
+class BaseGoto(Maneuver):
+    """Translate the base by ``offset`` (world axes, m) in ``move_time`` s along a minimum-jerk
+    ramp, holding its attitude and the arm; then hold. Needs a mode that commands translation."""
+
+    offset: tuple[float, float, float] = (0.3, 0.0, 0.0)
+    move_time: float = 10.0
+
+    def __post_init__(self) -> None:
+        self.name, self.duration = "base-goto", self.move_time + 5.0
+
+    def base_reference(self, t: float) -> BaseReference:
+        s, ds, _ = min_jerk(t / self.move_time)
+        offset = np.asarray(self.offset, dtype=float)
+        moving = 0.0 <= t <= self.move_time
+        return BaseReference(self.base0.position + s * offset, self.base0.orientation_xyzw,
+                             offset * (ds / self.move_time if moving else 0.0), np.zeros(3))
+
+
 def make_maneuver(name: str) -> Maneuver:
     """A maneuver by name (see the module table)."""
     factories = {"wilde": Wilde, "ee-point": EEPoint, "ee-circle": EECircle,

@@ -100,13 +100,13 @@ class RobotConfig:
         return tuple(w.joint for w in self.reaction_wheels)
 
 
-def _require(mapping: Mapping[str, Any], key: str, where: str) -> Any:
+def require_key(mapping: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in mapping:
         raise ConfigError(f"{where}: missing key '{key}'")
     return mapping[key]
 
 
-def _positive(value: Any, where: str) -> float:
+def positive_number(value: Any, where: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -116,7 +116,7 @@ def _positive(value: Any, where: str) -> float:
     return x
 
 
-def _vector3(value: Any, where: str) -> np.ndarray:
+def vector3(value: Any, where: str) -> np.ndarray:
     try:
         v = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -131,19 +131,19 @@ def _parse_wheel(entry: Any, index: int) -> ReactionWheel:
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where} must be a mapping with joint, max_torque, max_speed")
     return ReactionWheel(
-        joint=str(_require(entry, "joint", where)),
-        max_torque=_positive(_require(entry, "max_torque", where), f"{where}.max_torque"),
-        max_speed=_positive(_require(entry, "max_speed", where), f"{where}.max_speed"),
+        joint=str(require_key(entry, "joint", where)),
+        max_torque=positive_number(require_key(entry, "max_torque", where), f"{where}.max_torque"),
+        max_speed=positive_number(require_key(entry, "max_speed", where), f"{where}.max_speed"),
     )
 
 
-def _parse_thruster(entry: Any, index: int) -> Thruster:
+def parse_thruster(entry: Any, index: int) -> Thruster:
     where = f"thrusters[{index}]"
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where} must be a mapping with name, position, direction, max_force")
     name = str(entry.get("name", f"thruster_{index}"))
     where = f"thruster '{name}'"
-    direction = _vector3(_require(entry, "direction", where), f"{where}.direction")
+    direction = vector3(require_key(entry, "direction", where), f"{where}.direction")
     norm = float(np.linalg.norm(direction))
     if norm == 0.0:
         raise ConfigError(
@@ -157,9 +157,9 @@ def _parse_thruster(entry: Any, index: int) -> Thruster:
         )
     return Thruster(
         name=name,
-        position=_vector3(_require(entry, "position", where), f"{where}.position"),
+        position=vector3(require_key(entry, "position", where), f"{where}.position"),
         direction=direction / norm,
-        max_force=_positive(_require(entry, "max_force", where), f"{where}.max_force"),
+        max_force=positive_number(require_key(entry, "max_force", where), f"{where}.max_force"),
     )
 
 
@@ -207,7 +207,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         arms[str(k)] = tuple(str(j) for j in v)
 
     wheels = tuple(_parse_wheel(e, i) for i, e in enumerate(data.get("reaction_wheels") or []))
-    thrusters = tuple(_parse_thruster(e, i) for i, e in enumerate(data.get("thrusters") or []))
+    thrusters = tuple(parse_thruster(e, i) for i, e in enumerate(data.get("thrusters") or []))
     names = [t.name for t in thrusters]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

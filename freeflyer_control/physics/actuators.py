@@ -135,7 +135,7 @@ def world_wrench_to_local(ff: FreeFlyerModel, q: np.ndarray, wrench_world: np.nd
 # Which modes can this robot fly?
 
 
-def _cone_contains(B: np.ndarray, target: np.ndarray) -> bool:
+def in_thrust_cone(B: np.ndarray, target: np.ndarray) -> bool:
     """Is ``target`` a non-negative combination of B's columns (thrusters only push)?"""
     if B.shape[1] == 0:
         return False
@@ -150,7 +150,7 @@ def _spans_with_pure(B: np.ndarray, rows: np.ndarray, zero_rows: np.ndarray) -> 
         for sign in (1.0, -1.0):
             target = np.zeros(sub.shape[0])
             target[i] = sign
-            if not _cone_contains(sub, target):
+            if not in_thrust_cone(sub, target):
                 return False
     return True
 

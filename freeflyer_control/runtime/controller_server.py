@@ -19,7 +19,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.loop import ControlLoop, TickInfo
-from freeflyer_control.control.maneuvers import ExternalReferences
+from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, mode_support, saturate
@@ -69,11 +69,13 @@ class ControllerServer:
     watchdog_timeout: seconds (default 1.5 control periods: a stopped input is answered with a
         zero command at the second tick after its last message).
     base_actuation: thrusters or ideal.
+    maneuver: a scripted maneuver to run instead of the external references (topics); after an
+        e-stop reset the controller then holds the pose it is in.
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
                  mode: Mode | str = Mode.FLOATING, watchdog_timeout: float | None = None,
-                 base_actuation: str = "thrusters"):
+                 base_actuation: str = "thrusters", maneuver: Maneuver | None = None):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -81,7 +83,7 @@ class ControllerServer:
         self.references = ExternalReferences()
         # Without end-effectors only joint trajectories make sense (a bare URDF still gets a node).
         self.references.task_space = bool(ff.end_effectors)
-        self.loop = ControlLoop(ff, self.references, controller=controller, mode=mode,
+        self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
                                 base_actuation=base_actuation)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, ("joint_states", "base_odometry"))
         self.reader = JointStateReader(ff.joint_names)
@@ -176,8 +178,14 @@ class ControllerServer:
         if not self.estopped:
             return True, "not e-stopped"
         self.estopped, self.estop_reason = False, ""
-        if self.state is not None:
+        if self.state is None:
+            pass
+        elif self.loop.maneuver is self.references:
             self.references.clear_tasks(joint_positions(self.ff, self.state.q)[self.ff.arm_v_indices - self.ff.nb])
+        elif self.started:
+            # A scripted maneuver would jump to wherever its clock has got to: hold instead.
+            self.loop.maneuver = Maneuver(name="hold")
+            self.loop.start(self.state)
         return True, "e-stop cleared; holding the current pose"
 
     # --- the tick -------------------------------------------------------------------------

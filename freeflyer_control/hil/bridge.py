@@ -1,0 +1,467 @@
+"""The testbed bridge: the controller's topics on one side, the testbed's hardware on the other.
+
+Inbound from the testbed: marker-body poses from motion capture (capture frame, axes, units and
+stamps of the capture system) and encoder readings (hardware names, signs, offsets). They become
+the base pose and twist of base_link in world and the joint angles and rates in URDF convention,
+estimated at each control tick (:mod:`freeflyer_control.hil.estimator`), which the controller
+receives as if from the simulated plant.
+
+Outbound to the testbed: the controller's joint efforts, wheel torques and base wrench (world
+axes, ``base_actuation: ideal``) become hardware commands: efforts with hardware signs in
+channel order, wheel torques or speed set-points, and valve duty cycles (or on/off bits) from
+thruster allocation and pulse-width modulation, all saturated.
+
+Every tick first runs the safety checks (:mod:`freeflyer_control.hil.safety`): a trip latches
+the safe reaction until :meth:`TestbedBridge.reset` succeeds. A fault that arrives with a
+message (NaN, a jump, an e-stop) trips at that message; data that stops trips when its watchdog
+timeout expires; either way the next tick (at most one control period later) sends the safe
+commands. The bridge arms itself when every input has arrived and passes the checks.
+
+No ROS here: the node (``testbed_bridge``) and the in-process runner feed the same object.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.allocation import PulseWidthModulator, ThrusterAllocator
+from freeflyer_control.physics.actuators import Actuation, saturate, world_wrench_to_local
+from freeflyer_control.physics.state import State, base_rotation
+from freeflyer_control.ros.conversions import (
+    BaseReading,
+    ErrorCounter,
+    JointReading,
+    MessageError,
+    finite_array,
+    state_from_readings,
+)
+from freeflyer_control.runtime.watchdog import Watchdog
+
+from .config import TestbedConfig
+from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise
+from .frames import matrix_to_quat_xyzw, tilt
+from .safety import BRAKE, BRAKE_DEADBAND_RATE, BRAKE_DEADBAND_SPEED, BRAKE_GAIN, MotionLimits, SafetyLatch, Trip
+from .safety import brake_acceleration as thruster_brake_acceleration
+
+# Process noise of the estimators (white acceleration, units/s^2/sqrt(Hz)): what an air-bearing
+# base under 1 N thrusters and an arm under a few N m do; larger follows faster, noisier.
+BASE_ACCELERATION_NOISE = 0.05        # m/s^2/sqrt(Hz)
+BASE_ANGULAR_ACCELERATION_NOISE = 0.2
+JOINT_ACCELERATION_NOISE = 0.5       # rad/s^2/sqrt(Hz): smooths 12-bit encoders at 250 Hz, yet follows Wilde's rate steps
+JOINT_QUANTUM = 2 * math.pi / 4096   # rad: a 12-bit encoder's count, the joints' measurement noise scale
+# The estimators start with unknown rates: the bridge arms (and the limits are checked) only
+# after this long of fresh data, when the rate estimates have settled.
+ARM_SETTLE_TIME = 0.25               # s
+# A header stamp this far from the bridge clock is from another clock, not a late sample.
+MAX_CLOCK_SKEW = 0.5                 # s
+
+
+@dataclass(frozen=True)
+class HardwareCommand:
+    """What the bridge sends to the testbed this tick (wire order and signs).
+
+    Attributes:
+        joint_efforts: arm joint efforts, N m, arm channels in encoder-config order, hardware sign.
+        wheels: per wheel: torque N m or speed set-point rad/s (config), hardware sign.
+        thrusters: per valve in channel order: duty cycles [0, 1] or bits {0, 1}; None when no
+            valve command is due this tick (duty cycles go out once per PWM period, and at once
+            when the reaction changes).
+    """
+
+    joint_efforts: np.ndarray
+    wheels: np.ndarray
+    thrusters: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class BridgeOutput:
+    """One tick: the hardware command, the state for the controller, the status.
+
+    status: ``waiting`` (inputs not yet valid), ``active`` (forwarding the controller),
+    ``tripped`` (safe reaction latched; ``trip`` says why).
+    """
+
+    command: HardwareCommand
+    status: str
+    joints: JointReading | None = None
+    base: BaseReading | None = None
+    trip: Trip | None = None
+
+
+@dataclass
+class BridgeStats:
+    ticks: int = 0
+    safe_ticks: int = 0
+    rejected: ErrorCounter = field(default_factory=ErrorCounter)
+    saturated_efforts: int = 0
+    allocation_residual: float = 0.0
+
+
+class TestbedBridge:
+    """Args:
+    config: the validated testbed config (its robot carries the testbed's thruster layout).
+    """
+
+    __test__ = False
+
+    def __init__(self, config: TestbedConfig):
+        self.config = config
+        self.ff = ff = config.robot
+        self.period = config.period
+        cap = config.capture
+        self.base_estimator = BaseEstimator(BaseEstimatorConfig(
+            KalmanNoise(cap.position_noise, BASE_ACCELERATION_NOISE),
+            KalmanNoise(cap.attitude_noise, BASE_ANGULAR_ACCELERATION_NOISE),
+            cap.max_position_jump, cap.max_attitude_jump, planar=ff.base == "planar"))
+        self.joint_estimator = JointEstimator(len(ff.joint_names), KalmanNoise(JOINT_QUANTUM, JOINT_ACCELERATION_NOISE))
+        self.watchdogs = {
+            "capture": Watchdog(cap.timeout, ("capture",)),
+            "encoders": Watchdog(config.encoders.timeout, ("encoders",)),
+            "commands": Watchdog(config.command_timeout, ("commands",)),
+        }
+        ch = config.encoders.channels
+        self._names = tuple(c.name for c in ch)
+        self._sign = np.array([c.sign for c in ch])
+        self._offset = np.array([c.offset for c in ch])
+        self._arm = np.array([ff.joint_names.index(n) for n in ff.arm_joint_names], dtype=int)
+        self._wheels = np.array([ff.joint_names.index(n) for n in ff.wheel_joint_names], dtype=int)
+        self._enc_index: dict[tuple[str, ...], np.ndarray] = {}
+        # Continuous joints (wheels) read modulo 2 pi: unwrapped against the previous sample so
+        # the rate filter sees the motion, not a 2 pi jump (valid below pi * encoder rate rad/s).
+        self._continuous = np.array([ff.model.joints[ff.model.getJointId(n)].nq == 2 for n in ff.joint_names])
+        self._last_q: np.ndarray | None = None
+        thr = config.actuators.thrusters
+        self.allocator = ThrusterAllocator(ff) if thr else None
+        self.pwm = PulseWidthModulator(ff.thruster_max_forces, thr.pwm_period, thr.min_on_time) if thr else None
+        self._channels = np.array([[t.name for t in ff.thrusters].index(c) for c in thr.channels]) if thr else None
+        reaction = 2 * self.period + (thr.pwm_period if thr else 0.0)
+        self.limits = MotionLimits(config.limits, thruster_brake_acceleration(ff), reaction)
+        self.latch = SafetyLatch()
+        self.stats = BridgeStats()
+        self.data = ff.model.createData()
+        # Each wheel's inertia about its spin axis: its diagonal entry of the mass matrix (a
+        # wheel is a leaf body on the base, so the entry does not depend on the configuration).
+        H0 = pin.crba(ff.model, self.data, pin.neutral(ff.model))
+        self._wheel_inertia = np.array([H0[i, i] for i in ff.wheel_v_indices])
+        self._commands = Actuation()
+        self._last_capture: tuple[float, np.ndarray, np.ndarray] | None = None
+        self._wheel_setpoint: np.ndarray | None = None
+        self._pwm_period_index: int | None = None
+        self._wrench_sum, self._wrench_count = np.zeros(ff.nb), 0
+        self._forces = np.zeros(len(ff.thrusters))
+        self._last_reaction = "none"
+        self._armed = False
+        self._fresh_since: float | None = None
+        self._last_fault: tuple[float, str] = (-np.inf, "")
+
+    # --- inputs from the testbed --------------------------------------------------------------
+    def _sample_time(self, stamp: float, now: float, stamp_source: str, latency: float, what: str) -> float | None:
+        if stamp_source == "receipt" or stamp <= 0.0:  # an unset header stamp: fall back to arrival
+            return now - latency
+        if abs(now - stamp) > MAX_CLOCK_SKEW:
+            self.stats.rejected.record(MessageError(
+                "clock", f"{what} stamped {now - stamp:+.3f} s from the bridge clock: synchronise the clocks "
+                         f"(chrony, PTP) or set {what}.stamp: receipt in the testbed config"))
+            return None
+        return stamp
+
+    def on_capture(self, stamp: float, position, orientation_xyzw, now: float) -> None:
+        """A marker-body pose from the capture system: ``position`` (capture frame and units),
+        ``orientation_xyzw`` (capture frame), sample time ``stamp`` and arrival ``now`` (s)."""
+        cap = self.config.capture
+        t = self._sample_time(stamp, now, cap.stamp, cap.latency, "capture")
+        if t is None:
+            return
+        try:
+            p = finite_array(position, "capture position", 3)
+            q = finite_array(orientation_xyzw, "capture orientation", 4)
+            if abs(np.linalg.norm(q) - 1.0) > 1e-3:
+                raise MessageError("quaternion", f"capture orientation is not a unit quaternion (norm {np.linalg.norm(q):.4g})")
+        except MessageError as exc:
+            self._reject(exc, now, "capture_invalid", f"capture sample refused: {exc}")
+            return
+        p_w, R_w = cap.transform.to_world(p, q)
+        self._last_capture = (t, p_w, R_w)
+        problem = self._frame_problem(p_w, R_w)
+        if problem:
+            self._reject(MessageError("frame", problem), now, "capture_frame", problem)
+            return
+        verdict = self.base_estimator.update(t, p_w, matrix_to_quat_xyzw(R_w))
+        if verdict.accepted:
+            self.watchdogs["capture"].feed("capture", now)
+        elif verdict.kind == "jump":
+            self._reject(MessageError("jump", verdict.reason), now, "capture_jump", f"capture pose {verdict.reason}")
+            if self.latch.tripped:
+                # Safe commands are out: follow the capture from here (re-acquire) so the filter
+                # has settled wherever it now says the base is by the time someone resets.
+                self.base_estimator.reset()
+                self.base_estimator.update(t, p_w, matrix_to_quat_xyzw(R_w))
+        elif verdict.kind != "out_of_order" or t != self.base_estimator.t:
+            # A repeated stamp is a repeated message (not new data: the watchdog is not fed);
+            # anything else refused is counted.
+            self.stats.rejected.record(MessageError(verdict.kind or "capture", verdict.reason))
+
+    def _frame_problem(self, p_w: np.ndarray, R_w: np.ndarray) -> str | None:
+        """Why a capture pose (base_link in world) cannot be a base on the table, or None. A
+        planar base must be level and at the table height (world z = 0): a wrong axis convention
+        shows as a base on its side, or (when the body axes are wrong the same way) as a base
+        whose height changes as it moves across the table."""
+        cap = self.config.capture
+        angle = tilt(R_w)
+        if angle > cap.max_tilt:
+            return (f"capture says base_link is tilted {math.degrees(angle):.0f} deg from level (limit "
+                    f"{math.degrees(cap.max_tilt):.0f} deg): wrong capture.axes / body_axes in the testbed config "
+                    "(a y-up capture system read as z-up?), or a mis-identified marker body")
+        if self.ff.base == "planar" and abs(p_w[2]) > cap.max_height:
+            return (f"capture puts base_link {p_w[2]:+.3f} m off the table plane (limit {cap.max_height} m): check "
+                    "capture.axes / body_axes (is the capture system y-up?), base_in_body and "
+                    "world_from_capture.translation (world z = 0 is base_link's height on the table)")
+        return None
+
+    def on_encoders(self, stamp: float, names, positions, velocities, now: float) -> None:
+        """An encoder message: hardware ``names``, raw ``positions`` (rad) and ``velocities``
+        (rad/s, may be empty), sample time ``stamp``, arrival ``now`` (s)."""
+        t = self._sample_time(stamp, now, "header", 0.0, "encoders")
+        if t is None:
+            return
+        try:
+            index = self._encoder_index(tuple(names))
+            raw = finite_array(positions, "encoder positions", len(names))[index]
+            use_rates = self.config.encoders.velocities == "measured"
+            if use_rates and len(velocities) == 0:
+                raise MessageError("missing", "encoder message has no velocities (encoders.velocities: measured)")
+            rates = finite_array(velocities, "encoder velocities", len(names))[index] if use_rates else None
+        except MessageError as exc:
+            self._reject(exc, now, "encoders_invalid", f"encoder message refused: {exc}")
+            return
+        q = self._sign * (raw - self._offset)
+        if self._last_q is not None and self._continuous.any():
+            turns = np.round((q - self._last_q) / (2 * np.pi))
+            q = np.where(self._continuous, q - 2 * np.pi * turns, q)
+        verdict = self.joint_estimator.update(t, q, None if rates is None else self._sign * rates)
+        if verdict.accepted:
+            self._last_q = q
+            self.watchdogs["encoders"].feed("encoders", now)
+        elif verdict.kind == "out_of_order":
+            pass  # a hung driver repeating its last message: not new data, the watchdog decides
+        else:
+            self._reject(MessageError(verdict.kind, verdict.reason), now, "encoders_invalid",
+                         f"encoder message refused: {verdict.reason}")
+
+    def _encoder_index(self, names: tuple[str, ...]) -> np.ndarray:
+        index = self._enc_index.get(names)
+        if index is None:
+            where = {n: i for i, n in enumerate(names)}
+            missing = [n for n in self._names if n not in where]
+            if missing:
+                raise MessageError("missing", f"encoder message lacks {missing} (has {list(names)})")
+            index = np.array([where[n] for n in self._names], dtype=int)
+            if len(self._enc_index) < 16:
+                self._enc_index[names] = index
+        return index
+
+    def _reject(self, error: MessageError, now: float, kind: str, reason: str) -> None:
+        self.stats.rejected.record(error)
+        self._last_fault = (now, reason)
+        if self._armed or kind == "capture_frame":
+            self.latch.trip(now, kind, reason)
+
+    # --- inputs from the controller -----------------------------------------------------------
+    def on_controller(self, actuation: Actuation, now: float) -> None:
+        """The controller's commands: arm torques (arm order, N m), wheel torques (N m), base
+        wrench about base_link in world axes (planar [fx, fy, mz], spatial 6). Thruster forces
+        are ignored: the bridge allocates with the testbed's own layout."""
+        try:
+            act = saturate(self.ff, Actuation(actuation.arm_torques, actuation.wheel_torques, np.zeros(0),
+                                              actuation.base_wrench_world))
+        except ValueError as exc:
+            self.stats.rejected.record(MessageError("command", str(exc)))
+            return
+        self._commands = act
+        self.watchdogs["commands"].feed("commands", now)
+
+    def estop(self, now: float, reason: str = "e-stop requested") -> None:
+        self.latch.trip(now, "estop", reason)
+
+    def reset(self, now: float) -> tuple[bool, str]:
+        """Clear the latched trip if its cause is gone; else say what is still wrong."""
+        if not self.latch.tripped:
+            return True, "nothing to reset"
+        problems = self._input_problems(now)
+        if not problems:
+            state = self._estimates(now)
+            problems = [reason for _, reason in self._limit_violations(*state)]
+        if problems:
+            return False, "cannot reset: " + "; ".join(problems)
+        cleared = self.latch.active
+        self.latch.clear()
+        self._wheel_setpoint = None
+        self.pwm.reset() if self.pwm else None
+        self._pwm_period_index = None
+        return True, f"reset: cleared '{cleared.kind}' ({cleared.reason})"
+
+    # --- the tick ----------------------------------------------------------------------------
+    def _input_problems(self, now: float) -> list[str]:
+        """What keeps the inputs from being trusted now: staleness, a recent refused sample
+        (the data must have been steady for ARM_SETTLE_TIME), a capture pose off the table."""
+        problems = []
+        for name in ("capture", "encoders"):
+            problems += self.watchdogs[name].stale(now)
+        if not problems and (self._fresh_since is None or now - self._fresh_since < ARM_SETTLE_TIME):
+            problems.append(f"inputs fresh for less than {ARM_SETTLE_TIME} s")
+        since = now - self._last_fault[0]
+        if since < ARM_SETTLE_TIME:
+            problems.append(f"a sample was refused {since:.3f} s ago ({self._last_fault[1]}); the data must be "
+                            f"steady for {ARM_SETTLE_TIME} s")
+        if self._last_capture is not None:
+            problem = self._frame_problem(self._last_capture[1], self._last_capture[2])
+            problems += [problem] if problem else []
+        return problems
+
+    def _estimates(self, now: float) -> tuple[JointReading, BaseReading]:
+        q, v = self.joint_estimator.estimate(now)
+        return JointReading(q, v), self.base_estimator.estimate(now)
+
+    def _limit_violations(self, joints: JointReading, base: BaseReading) -> list[tuple[str, str]]:
+        out = []
+        fence = self.limits.geofence(base.position, base.linear_velocity)
+        if fence:
+            out.append(("geofence", fence))
+        motion = self.limits.motion(base.linear_velocity, base.angular_velocity, joints.positions[self._arm],
+                                    joints.velocities[self._arm], joints.velocities[self._wheels],
+                                    self.ff.arm_joint_names)
+        if motion:
+            out.append(motion)
+        return out
+
+    def tick(self, now: float) -> BridgeOutput:
+        """Check, then command the testbed for the period [now, now + 1/rate)."""
+        self.stats.ticks += 1
+        stale = {name: self.watchdogs[name].stale(now) for name in ("capture", "encoders")}
+        joints = base = None
+        if any(stale.values()):
+            self._fresh_since = None
+        else:
+            joints, base = self._estimates(now)
+            if self._fresh_since is None:
+                self._fresh_since = now
+            if not self._armed and not self.latch.tripped and now - self._fresh_since >= ARM_SETTLE_TIME:
+                self._armed = True
+                self.watchdogs["commands"].feed("commands", now)  # the controller starts now
+        if self._armed:
+            for name, problems in stale.items():
+                if problems:
+                    self.latch.trip(now, f"{name}_stale", "; ".join(problems))
+            for problem in self.watchdogs["commands"].stale(now):
+                self.latch.trip(now, "commands_stale", f"controller silent: {problem}")
+            if joints is not None:
+                for kind, reason in self._limit_violations(joints, base):
+                    self.latch.trip(now, kind, reason)
+        trip = self.latch.active
+        if trip is None and self._armed:
+            status, command = "active", self._command(now, self._commands, joints, base, "active")
+        elif trip is not None and trip.reaction == BRAKE and joints is not None:
+            status, command = "tripped", self._command(now, self._brake(joints, base), joints, base, "brake")
+        else:
+            status = "tripped" if trip is not None else "waiting"
+            command = self._command(now, Actuation(), joints, base, "off")
+        if status != "active":
+            self.stats.safe_ticks += 1
+        return BridgeOutput(command, status, joints, base, trip)
+
+    def _brake(self, joints: JointReading, base: BaseReading) -> Actuation:
+        """Damp the joints and bring the base to rest with the thrusters (world wrench)."""
+        state = self._state(joints, base)
+        H = pin.crba(self.ff.model, self.data, state.q)
+        arm_v, nb = self.ff.arm_v_indices, self.ff.nb
+        # The arm's inertia with the base free (H* of floating mode): the joint rates then decay
+        # at BRAKE_GAIN whatever the coupling. Diagonal entries of H alone overstate it several
+        # times over for a chain, and the delayed, filtered rates then ring.
+        H_ab = H[np.ix_(arm_v, np.arange(nb))]
+        H_star = H[np.ix_(arm_v, arm_v)] - H_ab @ np.linalg.solve(H[:nb, :nb], H_ab.T)
+        arm = -BRAKE_GAIN * H_star @ state.v[arm_v]
+        wrench = np.zeros(self.ff.nb)
+        moving = (np.hypot(*base.linear_velocity[:2]) > BRAKE_DEADBAND_SPEED
+                  or np.linalg.norm(base.angular_velocity) > BRAKE_DEADBAND_RATE)
+        if self.allocator is not None and moving:
+            # Momentum of the locked robot in base axes, mapped back to world axes.
+            local = -BRAKE_GAIN * H[:nb, :nb] @ state.v[:nb]
+            wrench = _local_to_world(base_rotation(self.ff, state.q), local)
+        return saturate(self.ff, Actuation(arm, np.zeros(len(self.ff.wheel_joint_names)), np.zeros(0), wrench))
+
+    def _state(self, joints: JointReading, base: BaseReading) -> State:
+        return state_from_readings(self.ff, joints, base)
+
+    def _command(self, now: float, act: Actuation, joints, base, reaction: str) -> HardwareCommand:
+        ff = self.ff
+        arm_sign = self._sign[self._arm]
+        efforts = arm_sign * (act.arm_torques if act.arm_torques.size else np.zeros(self._arm.size))
+        wheels = self._wheel_command(act, joints, reaction)
+        thrusters = None
+        if self.allocator is not None:
+            wrench = act.base_wrench_world if act.base_wrench_world.size else np.zeros(ff.nb)
+            local = np.zeros(ff.nb)
+            if base is not None and np.any(wrench):
+                local = world_wrench_to_local(ff, self._state(joints, base).q, wrench)
+            thrusters = self._valves(now, local, reaction)
+        self._last_reaction = reaction
+        return HardwareCommand(efforts, wheels, thrusters)
+
+    def _wheel_command(self, act: Actuation, joints: JointReading | None, reaction: str) -> np.ndarray:
+        n = self._wheels.size
+        torque = act.wheel_torques if act.wheel_torques.size else np.zeros(n)
+        sign = self._sign[self._wheels]
+        if self.config.actuators.wheel_command == "torque":
+            return sign * torque
+        # Speed set-points: integrate the torque through the wheel inertia, from the measured
+        # speed; safe reactions hold the measured speed (zero torque on the base).
+        measured = joints.velocities[self._wheels] if joints is not None else np.zeros(n)
+        if reaction != "active" or self._wheel_setpoint is None:
+            self._wheel_setpoint = measured.copy()
+        else:
+            self._wheel_setpoint = self._wheel_setpoint + torque / self._wheel_inertia * self.period
+        limit = self.config.limits.wheel_speed
+        self._wheel_setpoint = np.clip(self._wheel_setpoint, -limit, limit)
+        return sign * self._wheel_setpoint
+
+    def _valves(self, now: float, wrench_local: np.ndarray, reaction: str) -> np.ndarray | None:
+        """Valve commands for the base wrench (base_link axes) requested this tick.
+
+        Valves take one command per PWM period, so the wrench allocated at a period start is the
+        mean of the requests since the previous one: sampling a single tick would alias the
+        request's tick-rate noise (estimate noise through the controller's gains) into a random
+        torque held for a whole period, which the slow base loop cannot average away.
+        """
+        thr = self.config.actuators.thrusters
+        changed = reaction != self._last_reaction
+        if changed:  # a new reaction acts now, on the current request alone
+            self.pwm.reset()
+            self._pwm_period_index = None
+            self._wrench_sum, self._wrench_count = np.zeros(self.ff.nb), 0
+        self._wrench_sum = self._wrench_sum + wrench_local
+        self._wrench_count += 1
+        k = math.floor(now / thr.pwm_period + 1e-9)
+        if self._pwm_period_index is None or k > self._pwm_period_index:
+            self._pwm_period_index = k
+            alloc = self.allocator.allocate(self._wrench_sum / self._wrench_count)
+            self._forces = alloc.forces
+            self.stats.allocation_residual = float(np.linalg.norm(alloc.residual))
+            self._wrench_sum, self._wrench_count = np.zeros(self.ff.nb), 0
+            if thr.command == "duty":
+                return (self.pwm.duty(self._forces) / thr.pwm_period)[self._channels]
+        if thr.command == "bits":
+            return self.pwm.update(now, self._forces).astype(float)[self._channels]
+        return None
+
+
+def _local_to_world(R: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """A base wrench about base_link from base_link axes to world axes (R: world <- base_link);
+    the inverse of :func:`~freeflyer_control.physics.actuators.world_wrench_to_local`."""
+    if local.size == 3:
+        f = R[:2, :2] @ local[:2]
+        return np.array([f[0], f[1], local[2]])
+    return np.concatenate([R @ local[:3], R @ local[3:]])
