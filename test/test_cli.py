@@ -293,3 +293,20 @@ def test_installed_freeflyer_console_script_runs_check():
     bad = subprocess.run([script, "check", "no_such_robot"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and "no_such_robot" in bad.stderr
+
+
+def test_sim_via_testbed_closes_the_loop_through_the_emulated_testbed(capsys, tmp_path):
+    assert main(["sim", "--via-testbed", "--duration", "2", "--no-plots", "--json", "--out", str(tmp_path)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["engine"] == "testbed emulator" and summary["testbed"].endswith("planar_4link.yaml")
+    assert summary["testbed_trips"] == []
+    # Estimates within a few capture-noise sigmas (0.5 mm) and encoder counts (1.5 mrad).
+    assert summary["estimation_error_base_position_m"] < 5e-3
+    assert summary["estimation_error_joints_rad"] < 5e-3
+    assert (tmp_path / "timeseries.csv").is_file()
+
+
+def test_sim_via_an_unknown_testbed_exits_2_listing_the_bundled_ones(capsys, tmp_path):
+    assert main(["sim", "--via-testbed", "no_such_lab", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_lab" in err and "planar_4link" in err

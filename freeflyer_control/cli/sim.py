@@ -45,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
                    help="compiled: the numba lockstep (pip extra 'fast'; floating mode, computed "
                         "torque, joint maneuvers); auto: compiled when it applies (default)")
+    p.add_argument("--via-testbed", metavar="CONFIG", nargs="?", const="planar_4link",
+                   help="close the loop through the emulated testbed of this testbed config (a .yaml "
+                        "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "
+                        "safety (sets the robot and the rate)")
     p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -85,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
         log_rate=args.log_rate, initial_joint_positions=q0,
     )
     fast = {"auto": None, "python": False, "compiled": True}[args.engine]
-    result = run_simulation(config, progress=None if args.json else ProgressBar(), fast=fast)
+    if args.via_testbed:
+        from freeflyer_control.hil.sim import run_via_testbed
+
+        result = run_via_testbed(config, args.via_testbed)
+    else:
+        result = run_simulation(config, progress=None if args.json else ProgressBar(), fast=fast)
 
     from freeflyer_control.sim.output import write_outputs
 
@@ -107,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
         if key == "rms_tracking_error":
             value += f" {s['tracking_error_units']}"
         print(f"  {label:<28} {value}")
+    for trip in s.get("testbed_trips", []):
+        print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
+    if "testbed" in s:
+        print(f"  {'estimation error (max)':<28} base {s['estimation_error_base_position_m']:.3g} m, "
+              f"joints {s['estimation_error_joints_rad']:.3g} rad")
     for switch in s["mode_switches"]:
         verdict = "switched" if switch["accepted"] else f"REFUSED ({switch['reason']})"
         print(f"  t={switch['t']:.2f} s  {switch['from']} -> {switch['to']}: {verdict}")

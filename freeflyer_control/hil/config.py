@@ -70,6 +70,7 @@ from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.robots import load_robot
 from freeflyer_control.physics.actuators import in_thrust_cone, mode_support, thruster_matrix
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.resources import share_dir
 
 from .frames import CaptureTransform, axes_matrix
 
@@ -483,9 +484,27 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
     return TestbedConfig(ff, rate, command_timeout, capture, encoders, actuators, limits, dict(emulator), source)
 
 
+def testbed_names() -> list[str]:
+    """Names of the bundled testbed configs (``config/testbeds/<name>.yaml``)."""
+    return sorted(p.stem for p in (share_dir() / "config" / "testbeds").glob("*.yaml"))
+
+
+def resolve_testbed_config(name_or_path: str | Path) -> Path:
+    """The file of a testbed config given as a path or as a bundled name (``planar_4link``)."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    bundled = share_dir() / "config" / "testbeds" / f"{name_or_path}.yaml"
+    if not bundled.is_file():
+        raise ConfigError(f"unknown testbed config '{name_or_path}': give a .yaml path or a bundled name "
+                          f"({testbed_names()})")
+    return bundled
+
+
 def load_testbed_config(path: str | Path, *, robot: FreeFlyerModel | None = None) -> TestbedConfig:
-    """Read and check a testbed config YAML file (see the module docstring)."""
-    path = Path(path)
+    """Read and check a testbed config YAML file (a path or a bundled name; see the module
+    docstring for the form)."""
+    path = resolve_testbed_config(path)
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:

@@ -25,7 +25,7 @@ import numpy as np
 
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.physics.state import State, base_position, base_twist_world, base_yaw, joint_positions
-from freeflyer_control.runtime.controller_server import ControllerServer
+from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
 
 from .bridge import BridgeOutput, TestbedBridge
 from .config import TestbedConfig
@@ -87,7 +87,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             mode: str = "floating", controller: str = "computed_torque", faults: Sequence[Fault] = (),
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
             emulated: TestbedConfig | None = None,
-            on_tick: Callable[[float, BridgeOutput], None] | None = None) -> HilRun:
+            on_tick: Callable[[float, BridgeOutput], None] | None = None,
+            on_control: Callable[[float, State, ControllerOutput], None] | None = None) -> HilRun:
     """Run ``maneuver`` on the emulated testbed for ``duration`` s from ``state``.
 
     Args:
@@ -100,6 +101,7 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         emulated: the testbed as it really is, if not as ``testbed`` describes it (a lab's
             config with a mistake in it: the bridge reads ``testbed``, the emulator imitates this).
         on_tick: called after each bridge tick (tests watch commands with it).
+        on_control: called after each controller tick with the true state (for recorders).
     """
     ff = testbed.robot
     dt = testbed.period
@@ -146,7 +148,10 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         if out.joints is not None:
             ctrl.on_joint_state(ff.joint_names, out.joints.positions, out.joints.velocities, t)
             ctrl.on_base_odometry(out.base, t)
-        bridge.on_controller(ctrl.tick(t).actuation, t)
+        control = ctrl.tick(t)
+        bridge.on_controller(control.actuation, t)
+        if on_control is not None:
+            on_control(t, emulator.state, control)
         _record(log, ff, t, emulator.state, out)
     return HilRun(emulator, bridge, ctrl, log.finish(), log.resets, time.perf_counter() - wall0)
 
