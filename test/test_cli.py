@@ -310,3 +310,20 @@ def test_sim_via_an_unknown_testbed_exits_2_listing_the_bundled_ones(capsys, tmp
     assert main(["sim", "--via-testbed", "no_such_lab", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no_such_lab" in err and "planar_4link" in err
+
+
+def test_testbed_prints_the_frames_channels_and_stopping_distance_of_the_example(capsys):
+    assert main(["testbed", "planar_4link"]) == 0
+    out = capsys.readouterr().out
+    assert "world z = +capture y" in out  # the example's capture system is y-up
+    assert "joint2           <- elbow            q = -(reading - 0.5) rad" in out
+    assert "channel 1: t3" in out and "to stop" in out and out.rstrip().endswith("ok")
+
+
+def test_testbed_with_a_left_handed_capture_frame_exits_2_proposing_right_handed_ones(capsys, tmp_path):
+    example = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
+    bad = tmp_path / "lab.yaml"
+    bad.write_text(example.read_text().replace("axes: y-up", "axes: [x, z, y]"))
+    assert main(["testbed", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "left-handed" in err and "[x, -z, y]" in err.replace("'", "")
