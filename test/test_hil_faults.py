@@ -18,7 +18,7 @@ on-time and 4 ms delay.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +192,23 @@ def test_a_base_driven_at_the_table_edge_is_braked_to_rest_on_the_table_and_rese
     assert np.abs(s["true_base_velocity"][after, :2]).max() < 0.02
     assert run.resets[0][1], run.resets
     assert s["status"][-1] == 1
+
+
+def test_a_motor_wired_the_other_way_runs_its_joint_away_and_everything_goes_off():
+    # The lab's elbow motor turns the joint the other way than its config says (effort_sign):
+    # the controller's correction pushes the joint away from its reference, faster and faster,
+    # until a joint speed limit (1.5 rad/s, the URDF's) trips: joint2's, or a neighbour it
+    # flings through the coupling (joint3 on this arm). Reaction: off, not damping,
+    # which through the same wrong sign would push harder.
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["encoders"]["joints"]["joint2"]["effort_sign"] = 1   # config: -1 (= sign)
+    truth = parse_testbed_config(data, source=EXAMPLE, robot=example_testbed().robot)
+    watch = Watch()
+    run = _hold(duration=4.0, watch=watch, emulated=truth)
+    trip = run.trips[0]
+    assert trip.kind == "joint_speed" and "over the limit" in trip.reason and trip.reaction == "off"
+    _assert_off(watch.first_safe_tick(trip.time))
+    limits = run.bridge.config.limits
+    # Caught well before the joint reaches its range limit (2.45 rad, the URDF's minus 0.05).
+    arm = run.series["true_joints"][run.series["t"] <= trip.time, :4]
+    assert np.all(np.abs(arm) < limits.joint_upper)

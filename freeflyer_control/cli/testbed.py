@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {c.joint:<16} <- {c.name:<16} q = {'' if c.sign > 0 else '-'}({zero}) rad")
     arm = [c for c in enc.channels if c.joint in ff.arm_joint_names]
     print(f"efforts  {act.joint_efforts_topic} (std_msgs/Float64MultiArray): "
-          + ", ".join(f"{'-' if c.sign < 0 else ''}tau[{c.joint}]" for c in arm)
+          + ", ".join(f"{'-' if c.effort_sign < 0 else ''}tau[{c.joint}]" for c in arm)
           + f"; limits {ff.arm_effort_limits.tolist()} N m")
     if ff.wheel_joint_names:
         print(f"wheels   {act.wheels_topic} ({act.wheel_command}), limits {ff.wheel_max_torques.tolist()} N m")

@@ -126,6 +126,7 @@ class TestbedBridge:
         ch = config.encoders.channels
         self._names = tuple(c.name for c in ch)
         self._sign = np.array([c.sign for c in ch])
+        self._effort_sign = np.array([c.effort_sign for c in ch])
         self._offset = np.array([c.offset for c in ch])
         self._arm = np.array([ff.joint_names.index(n) for n in ff.arm_joint_names], dtype=int)
         self._wheels = np.array([ff.joint_names.index(n) for n in ff.wheel_joint_names], dtype=int)
@@ -374,7 +375,8 @@ class TestbedBridge:
         return BridgeOutput(command, status, joints, base, trip)
 
     def _brake(self, joints: JointReading, base: BaseReading) -> Actuation:
-        """Damp the joints and bring the base to rest with the thrusters (world wrench)."""
+        """Bring the base to rest with the thrusters (a world wrench against the locked robot's
+        momentum) and damp the joints, which would otherwise swing as the base decelerates."""
         state = self._state(joints, base)
         H = pin.crba(self.ff.model, self.data, state.q)
         arm_v, nb = self.ff.arm_v_indices, self.ff.nb
@@ -384,21 +386,20 @@ class TestbedBridge:
         H_ab = H[np.ix_(arm_v, np.arange(nb))]
         H_star = H[np.ix_(arm_v, arm_v)] - H_ab @ np.linalg.solve(H[:nb, :nb], H_ab.T)
         arm = -BRAKE_GAIN * H_star @ state.v[arm_v]
-        wrench = np.zeros(self.ff.nb)
+        wrench = np.zeros(nb)
         moving = (np.hypot(*base.linear_velocity[:2]) > BRAKE_DEADBAND_SPEED
                   or np.linalg.norm(base.angular_velocity) > BRAKE_DEADBAND_RATE)
         if self.allocator is not None and moving:
-            # Momentum of the locked robot in base axes, mapped back to world axes.
-            local = -BRAKE_GAIN * H[:nb, :nb] @ state.v[:nb]
+            local = -BRAKE_GAIN * H[:nb, :nb] @ state.v[:nb]  # base axes, like the thruster matrix
             wrench = _local_to_world(base_rotation(self.ff, state.q), local)
-        return saturate(self.ff, Actuation(arm, np.zeros(len(self.ff.wheel_joint_names)), np.zeros(0), wrench))
+        return saturate(self.ff, Actuation(arm, np.zeros(self._wheels.size), np.zeros(0), wrench))
 
     def _state(self, joints: JointReading, base: BaseReading) -> State:
         return state_from_readings(self.ff, joints, base)
 
     def _command(self, now: float, act: Actuation, joints, base, reaction: str) -> HardwareCommand:
         ff = self.ff
-        arm_sign = self._sign[self._arm]
+        arm_sign = self._effort_sign[self._arm]
         efforts = arm_sign * (act.arm_torques if act.arm_torques.size else np.zeros(self._arm.size))
         wheels = self._wheel_command(act, joints, reaction)
         thrusters = None
@@ -414,7 +415,7 @@ class TestbedBridge:
     def _wheel_command(self, act: Actuation, joints: JointReading | None, reaction: str) -> np.ndarray:
         n = self._wheels.size
         torque = act.wheel_torques if act.wheel_torques.size else np.zeros(n)
-        sign = self._sign[self._wheels]
+        sign = self._effort_sign[self._wheels]
         if self.config.actuators.wheel_command == "torque":
             return sign * torque
         # Speed set-points: integrate the torque through the wheel inertia, from the measured

@@ -29,6 +29,7 @@ imitates it). Example, all keys (``config/testbeds/planar_4link.yaml`` is a comp
       velocities: measured           # measured (use the message's) or estimate (filter positions)
       joints:                        # URDF joint: hardware name, sign, encoder reading at URDF zero
         joint1: {name: shoulder, sign: 1, offset: 0.0}
+        joint2: {name: elbow, sign: -1, offset: 0.5, effort_sign: 1}   # motor wired the other way
         wheel_z_joint: {name: wheel, sign: -1, offset: 0.0}
     actuators:
       joint_efforts: {topic: /testbed/joint_efforts}           # Float64MultiArray, N m
@@ -101,12 +102,14 @@ class CaptureConfig:
 @dataclass(frozen=True)
 class EncoderChannel:
     """One joint on the wire: ``q_urdf = sign * (reading - offset)``, ``qdot_urdf = sign * rate``;
-    an effort ``tau_urdf`` is sent as ``sign * tau_urdf``."""
+    a command (effort ``tau_urdf``, or a wheel speed) is sent as ``effort_sign * tau_urdf``
+    (encoder and motor directions are wired independently; ``effort_sign`` defaults to ``sign``)."""
 
     joint: str
     name: str
     sign: float
     offset: float
+    effort_sign: float
 
 
 @dataclass(frozen=True)
@@ -300,11 +303,14 @@ def _parse_encoders(data: Mapping[str, Any], ff: FreeFlyerModel) -> EncoderConfi
         w = f"{where}.joints.{joint}"
         if isinstance(entry, str):
             entry = {"name": entry}
-        if not isinstance(entry, Mapping) or set(entry) - {"name", "sign", "offset"}:
-            raise ConfigError(f"{w} must be {{name: <hardware name>, sign: 1 or -1, offset: rad}}, got {entry!r}")
+        if not isinstance(entry, Mapping) or set(entry) - {"name", "sign", "offset", "effort_sign"}:
+            raise ConfigError(f"{w} must be {{name: <hardware name>, sign: 1 or -1, offset: rad, effort_sign: 1 or -1}}"
+                              f", got {entry!r}")
         sign = entry.get("sign", 1)
-        if isinstance(sign, bool) or sign not in (1, -1):
-            raise ConfigError(f"{w}.sign must be 1 or -1, got {sign!r}")
+        effort_sign = entry.get("effort_sign", sign)
+        for key, value in (("sign", sign), ("effort_sign", effort_sign)):
+            if isinstance(value, bool) or value not in (1, -1):
+                raise ConfigError(f"{w}.{key} must be 1 or -1, got {value!r}")
         try:
             offset = float(entry.get("offset", 0.0))
         except (TypeError, ValueError):
@@ -312,7 +318,7 @@ def _parse_encoders(data: Mapping[str, Any], ff: FreeFlyerModel) -> EncoderConfi
         if not np.isfinite(offset):
             raise ConfigError(f"{w}.offset must be a finite number (the encoder reading, rad, at the URDF zero), "
                               f"got {entry.get('offset')!r}")
-        channels.append(EncoderChannel(joint, str(entry.get("name", joint)), float(sign), offset))
+        channels.append(EncoderChannel(joint, str(entry.get("name", joint)), float(sign), offset, float(effort_sign)))
     names = [c.name for c in channels]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

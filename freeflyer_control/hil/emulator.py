@@ -274,10 +274,10 @@ class TestbedEmulator:
         self._v_idx = np.array([ff.joint_v_index(c.joint) for c in enc], dtype=int)
         arm = [c for c in enc if c.joint in ff.arm_joint_names]  # the efforts' wire order
         self._arm_idx = np.array([ff.arm_joint_names.index(c.joint) for c in arm], dtype=int)
-        self._arm_sign = np.array([c.sign for c in arm])
+        self._arm_sign = np.array([c.effort_sign for c in arm])
         self._arm_names = [c.name for c in arm]
         by_joint = {c.joint: c for c in enc}
-        self._wheel_sign = np.array([by_joint[w].sign for w in ff.wheel_joint_names])
+        self._wheel_sign = np.array([by_joint[w].effort_sign for w in ff.wheel_joint_names])
         M = pin.crba(ff.model, ff.create_data(), state.q)
         self._wheel_inertia = M[ff.wheel_v_indices, ff.wheel_v_indices].copy()  # constant: wheels are rotors
         th = config.actuators.thrusters
@@ -337,7 +337,7 @@ class TestbedEmulator:
     # --- commands (wire format) ---------------------------------------------------------------
     def on_joint_efforts(self, values, now: float) -> None:
         """Float64MultiArray: one effort (N m) per arm joint, in the order of the arm joints in
-        ``config.encoders.channels`` (wheels left out), hardware sign (``tau_urdf = sign * value``)."""
+        ``config.encoders.channels`` (wheels left out), hardware sign (``tau_urdf = effort_sign * value``)."""
         v = self._wire(values, len(self._arm_names), f"joint efforts (arm joints {self._arm_names})")
         tau = np.zeros(v.size)
         tau[self._arm_idx] = self._arm_sign * v

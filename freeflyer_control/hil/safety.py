@@ -8,16 +8,21 @@ is still there. Two reactions, chosen by what is still trustworthy:
 reaction      trips                                                      commands
 ============  =========================================================  =======================
 ``off``       e-stop; stale, invalid (NaN) or jumping capture or         zero joint and wheel
-              encoder data; a capture pose off the table (wrong axes); silent   torques, valves shut
-              controller
-``brake``     geofence (base heading for a table edge); base or joint    joint damping; thrusters
-              over speed; joint near its range limit                     brake the base to rest
+              encoder data; a capture pose off the table (wrong axes);   torques, valves shut
+              silent controller; joint or wheel over speed; joint past
+              its range
+``brake``     geofence (base heading for a table edge); base over speed  thrusters brake the base
+                                                                         to rest; joints damped
 ============  =========================================================  =======================
 
-``off`` is for faults that leave the state estimate in doubt: nothing computed from it can be
-trusted, and an air-bearing base with its valves shut drifts, which is the known outcome. The
-``brake`` trips have a good estimate and motion to stop: on a frictionless table, cutting the
-thrusters would leave the base drifting into the edge the geofence was meant to protect.
+``off`` is for faults that leave the state estimate in doubt (nothing computed from it can be
+trusted; an air-bearing base with its valves shut drifts, which is the known outcome) and for
+the joints: a joint running away is most often a wrong effort sign, which would turn any
+damping the bridge commands into a push. The ``brake`` trips have a good estimate and base
+motion to stop: on a frictionless table, cutting the thrusters would leave the base drifting
+into the edge the geofence was meant to protect; the joints are damped meanwhile, since a
+torque-free arm swings as the base decelerates (by then the joints have passed their own
+checks, signs included).
 
 The geofence is predictive: it trips when the base, moving towards an edge, could no longer stop
 (with the thrusters' weakest braking acceleration, after a reaction delay) before its footprint
@@ -40,7 +45,7 @@ OFF, BRAKE = "off", "brake"
 REACTIONS = {
     "estop": OFF, "capture_stale": OFF, "capture_invalid": OFF, "capture_jump": OFF, "capture_frame": OFF,
     "encoders_stale": OFF, "encoders_invalid": OFF, "commands_stale": OFF,
-    "geofence": BRAKE, "base_speed": BRAKE, "joint_speed": BRAKE, "joint_range": BRAKE, "wheel_speed": BRAKE,
+    "joint_speed": OFF, "joint_range": OFF, "wheel_speed": OFF, "geofence": BRAKE, "base_speed": BRAKE,
 }
 # Below these the braking law stops pushing: estimate noise must not fire valves forever.
 BRAKE_DEADBAND_SPEED = 0.01    # m/s
