@@ -196,9 +196,10 @@ class TestbedBridge:
             self.watchdogs["capture"].feed("capture", now)
         elif verdict.kind == "jump":
             self._reject(MessageError("jump", verdict.reason), now, "capture_jump", f"capture pose {verdict.reason}")
-            if self.latch.tripped:
-                # Safe commands are out: follow the capture from here (re-acquire) so the filter
-                # has settled wherever it now says the base is by the time someone resets.
+            if self.latch.tripped or not self._armed:
+                # No controller commands are out (safe commands, or not armed yet): follow the
+                # capture from here (re-acquire) so the filter has settled wherever it now says
+                # the base is by the time someone resets, or the bridge arms.
                 self.base_estimator.reset()
                 self.base_estimator.update(t, p_w, matrix_to_quat_xyzw(R_w))
         elif verdict.kind != "out_of_order" or t != self.base_estimator.t:
@@ -241,14 +242,19 @@ class TestbedBridge:
             return
         q = self._sign * (raw - self._offset)
         if self._last_q is not None and self._continuous.any():
-            turns = np.round((q - self._last_q) / (2 * np.pi))
+            # Against the angle predicted for this sample (the last one carried on at the
+            # estimated rate): a lost message then does not halve the speed that unwraps.
+            turns = np.round((q - self.joint_estimator.estimate(t)[0]) / (2 * np.pi))
             q = np.where(self._continuous, q - 2 * np.pi * turns, q)
         verdict = self.joint_estimator.update(t, q, None if rates is None else self._sign * rates)
         if verdict.accepted:
             self._last_q = q
             self.watchdogs["encoders"].feed("encoders", now)
         elif verdict.kind == "out_of_order":
-            pass  # a hung driver repeating its last message: not new data, the watchdog decides
+            # A repeated stamp is a hung driver repeating its last message: not new data, the
+            # watchdog decides. An older stamp is counted.
+            if t != self.joint_estimator.t:
+                self.stats.rejected.record(MessageError("out_of_order", verdict.reason))
         else:
             self._reject(MessageError(verdict.kind, verdict.reason), now, "encoders_invalid",
                          f"encoder message refused: {verdict.reason}")
@@ -293,6 +299,8 @@ class TestbedBridge:
         if not self.latch.tripped:
             return True, "nothing to reset"
         problems = self._input_problems(now)
+        if self._armed:  # the controller was running: it must be again
+            problems += [f"controller silent: {p}" for p in self.watchdogs["commands"].stale(now)]
         if not problems:
             state = self._estimates(now)
             problems = [reason for _, reason in self._limit_violations(*state)]
@@ -350,7 +358,8 @@ class TestbedBridge:
             joints, base = self._estimates(now)
             if self._fresh_since is None:
                 self._fresh_since = now
-            if not self._armed and not self.latch.tripped and now - self._fresh_since >= ARM_SETTLE_TIME:
+            if (not self._armed and not self.latch.tripped and now - self._fresh_since >= ARM_SETTLE_TIME
+                    and now - self._last_fault[0] >= ARM_SETTLE_TIME):
                 self._armed = True
                 self.watchdogs["commands"].feed("commands", now)  # the controller starts now
         if self._armed:
@@ -420,9 +429,13 @@ class TestbedBridge:
             return sign * torque
         # Speed set-points: integrate the torque through the wheel inertia, from the measured
         # speed; safe reactions hold the measured speed (zero torque on the base).
-        measured = joints.velocities[self._wheels] if joints is not None else np.zeros(n)
-        if reaction != "active" or self._wheel_setpoint is None:
-            self._wheel_setpoint = measured.copy()
+        if joints is None:
+            # No speed estimate (an input stale, or none yet): hold the last set-point, the last
+            # measured speed. A zero set-point would brake a spinning wheel at full torque.
+            if self._wheel_setpoint is None:
+                self._wheel_setpoint = np.zeros(n)
+        elif reaction != "active" or self._wheel_setpoint is None:
+            self._wheel_setpoint = joints.velocities[self._wheels].copy()
         else:
             self._wheel_setpoint = self._wheel_setpoint + torque / self._wheel_inertia * self.period
         limit = self.config.limits.wheel_speed
