@@ -24,7 +24,7 @@ from freeflyer_control.sim.runner import SimConfig, run_simulation
 EXAMPLE = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def example_testbed():
     return load_testbed_config(EXAMPLE)
 

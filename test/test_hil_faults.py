@@ -34,7 +34,7 @@ from freeflyer_control.physics.state import make_state
 EXAMPLE = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def example_testbed():
     return load_testbed_config(EXAMPLE)
 
@@ -70,7 +70,7 @@ def _hold(fault=None, events=(), duration=6.0, watch=None, **kw):
 
 def _assert_off(tick):
     """Zero joint and wheel torques, and a valve command that shuts every valve."""
-    t, status, trip, efforts, wheels, valves = tick
+    t, _, trip, efforts, wheels, valves = tick
     assert trip is not None and trip.reaction == "off"
     assert not efforts.any() and not wheels.any()
     assert valves is not None and not valves.any(), f"valves not shut at t={t}: {valves}"
@@ -93,7 +93,7 @@ def test_a_capture_pose_jump_shuts_everything_within_two_periods_and_resets_afte
     arrival = 3.0 + run.emulator.settings.capture_latency
     assert arrival - 1e-9 <= trip.time <= arrival + TWO_PERIODS
     _assert_off(watch.first_safe_tick(arrival))
-    (t1, ok1, msg1), (t2, ok2, msg2) = run.resets
+    (_, ok1, msg1), (_, ok2, msg2) = run.resets
     assert not ok1 and "refused" in msg1, "a reset right after the jump must be refused"
     assert ok2, msg2
     assert run.series["status"][-1] == 1  # active again
