@@ -392,3 +392,10 @@ NOT_A_NUMBER = [
 @pytest.mark.parametrize("changes, key", NOT_A_NUMBER)
 def test_a_non_number_is_refused_as_a_config_error_naming_the_key(changes, key):
     assert_says(refusal(edited(changes)), key)
+
+
+def test_a_typo_in_the_emulator_section_is_refused_at_load_not_when_emulating():
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["emulator"]["capture"]["latncy"] = 0.01
+    with pytest.raises(ConfigError, match=r"emulator\.capture.*latncy.*latency"):
+        parse_testbed_config(data, source=EXAMPLE, robot=load_robot("planar_4link"))

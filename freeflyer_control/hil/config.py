@@ -487,6 +487,12 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
     emulator = data.get("emulator") or {}
     if not isinstance(emulator, Mapping):
         raise ConfigError(f"{where}: emulator must be a mapping")
+    from .emulator import EmulatorSettings  # here: the emulator module builds on this one
+
+    try:
+        EmulatorSettings.from_mapping(emulator)  # a typo there shows now, not when emulating
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return TestbedConfig(ff, rate, command_timeout, capture, encoders, actuators, limits, dict(emulator), source)
 
 
