@@ -18,7 +18,8 @@ robot_state_publisher gets ``robot_description`` = the URDF text the nodes load 
 All topic names are relative, so the whole graph can be put in a namespace (include this file
 inside a ``GroupAction`` with ``PushROSNamespace``) or remapped. See docs/ros.md.
 
-testbed.launch.py and view.launch.py reuse :func:`freeflyer_actions` from this file.
+testbed.launch.py, hil_sim.launch.py and view.launch.py reuse :func:`freeflyer_actions` from this
+file.
 """
 
 import os
@@ -125,8 +126,8 @@ def _node_parameters(files, node_name, overrides):
     return list(files) + [f.name]
 
 
-def resolve_robot(context):
-    """The robot named by the launch arguments.
+def resolve_robot(context, robot=None):
+    """The robot named by the launch arguments (or by ``robot``, e.g. a testbed config's).
 
     Returns ``(model, parameter_files, robot_parameters)``: the checked model (its ``urdf_xml``
     goes to robot_state_publisher), ``[config/<robot>.yaml]`` for a bundled robot (``[]`` for a
@@ -134,7 +135,7 @@ def resolve_robot(context):
     """
     from freeflyer_control.model.robots import load_robot, robot_names
 
-    robot = _arg(context, 'robot') or 'planar_4link'
+    robot = robot or _arg(context, 'robot') or 'planar_4link'
     base = _arg(context, 'base')
     end_effectors = [e.strip() for e in _arg(context, 'end_effectors').split(',') if e.strip()]
     files = []
@@ -155,7 +156,8 @@ def resolve_robot(context):
     return model, files, params
 
 
-def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None):
+def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, robot=None,
+                      controller_overrides=None):
     """The nodes, after the launch arguments are known (an OpaqueFunction's body).
 
     Args:
@@ -165,8 +167,12 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None):
         use_sim_time: True / False, or None to read the ``use_sim_time`` launch argument.
             sim.launch.py passes False: its plant steps on the system clock and publishes no
             /clock, so no node of the simulated graph may wait for one.
+        robot: the robot (bundled name or path) instead of the ``robot`` launch argument
+            (testbed configs name their robot).
+        controller_overrides: controller_node parameters that override the parameter file and
+            the launch arguments (a testbed bridge needs ``base_actuation: ideal`` and its rate).
     """
-    model, files, robot_params = resolve_robot(context)
+    model, files, robot_params = resolve_robot(context, robot)
     rviz = _arg(context, 'rviz', 'false').lower() in TRUE
     if rviz:  # before any node starts: a failing action would leave the others orphaned
         from ament_index_python.packages import PackageNotFoundError, get_package_prefix
@@ -204,6 +210,7 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None):
             value = _arg(context, name)
             if value:
                 controller_params[name] = value
+        controller_params.update(controller_overrides or {})
         actions += [
             Node(package=PACKAGE, executable='gjm_node', name='gjm_node', output='screen',
                  parameters=_node_parameters(files, 'gjm_node', common)),

@@ -714,3 +714,27 @@ def test_brake_acceleration_of_planar_4link_is_two_thrusters_over_the_total_mass
     for angle in np.radians(np.arange(0.0, 360.0, 7.0)):
         u = np.array([math.cos(angle), math.sin(angle), 0.0])
         assert not allocator.allocate(a * ff.total_mass * u).saturated, f"{math.degrees(angle):.0f} deg"
+
+
+def test_without_a_controller_the_bridge_arms_and_forwards_zero_commands_until_one_speaks():
+    # On blocks, or before the controller has started: nothing to be silent about yet. The
+    # controller watchdog starts with its first command.
+    rig = Rig()
+    rig.commands = False
+    log = rig.run(1.0)
+    assert log[-1][1].status == "active" and not rig.bridge.latch.history
+    assert all(not out.command.joint_efforts.any() for _, out in log)
+    rig.commands = True
+    rig.run(0.1)
+    rig.commands = False
+    rig.run(0.1)
+    assert rig.bridge.latch.active.kind == "commands_stale"
+
+
+def test_a_cause_that_persists_is_recorded_once_per_latch():
+    rig = Rig()
+    rig.arm()
+    rig.bridge.estop(rig.t)
+    rig.capture = False
+    rig.run(1.0)  # capture stale for ~1 s under the e-stop: one more trip, not one per tick
+    assert [trip.kind for trip in rig.bridge.latch.history] == ["estop", "capture_stale"]

@@ -27,7 +27,14 @@ SOURCE_ENTRIES = (
 SHARE_DIRS = ('launch', 'config', 'urdf', 'rviz')
 COLCON_TIMEOUT_S = 600
 # Must match entry_points['console_scripts'] in setup.py.
-CONSOLE_SCRIPTS = {'freeflyer': 'freeflyer_control.cli.main:main'}
+CONSOLE_SCRIPTS = {
+    'freeflyer': 'freeflyer_control.cli.main:main',
+    'plant_node': 'freeflyer_control.nodes.plant_node:main',
+    'gjm_node': 'freeflyer_control.nodes.gjm_node:main',
+    'controller_node': 'freeflyer_control.nodes.controller_node:main',
+    'testbed_bridge': 'freeflyer_control.nodes.testbed_bridge_node:main',
+    'testbed_emulator': 'freeflyer_control.nodes.testbed_emulator_node:main',
+}
 
 
 def _is_source_file(rel):
@@ -295,8 +302,7 @@ def test_colcon_installs_every_python_module_and_metadata(colcon_install):
         f'installed version {dists[0].version} differs from package.xml')
     scripts = {ep.name: ep.value for ep in dists[0].entry_points
                if ep.group == 'console_scripts'}
-    assert scripts.get('freeflyer') == CONSOLE_SCRIPTS['freeflyer'], (
-        f'installed console_scripts are {scripts}')
+    assert scripts == CONSOLE_SCRIPTS, f'installed console_scripts are {scripts}'
 
 
 def test_console_script_targets_exist():

@@ -156,6 +156,7 @@ class TestbedBridge:
         self._forces = np.zeros(len(ff.thrusters))
         self._last_reaction = "none"
         self._armed = False
+        self._heard_controller = False
         self._fresh_since: float | None = None
         self._last_fault: tuple[float, str] = (-np.inf, "")
 
@@ -289,6 +290,7 @@ class TestbedBridge:
             self.stats.rejected.record(MessageError("command", str(exc)))
             return
         self._commands = act
+        self._heard_controller = True
         self.watchdogs["commands"].feed("commands", now)
 
     def estop(self, now: float, reason: str = "e-stop requested") -> None:
@@ -299,7 +301,7 @@ class TestbedBridge:
         if not self.latch.tripped:
             return True, "nothing to reset"
         problems = self._input_problems(now)
-        if self._armed:  # the controller was running: it must be again
+        if self._heard_controller:  # the controller was running: it must be again
             problems += [f"controller silent: {p}" for p in self.watchdogs["commands"].stale(now)]
         if not problems:
             state = self._estimates(now)
@@ -361,12 +363,13 @@ class TestbedBridge:
             if (not self._armed and not self.latch.tripped and now - self._fresh_since >= ARM_SETTLE_TIME
                     and now - self._last_fault[0] >= ARM_SETTLE_TIME):
                 self._armed = True
-                self.watchdogs["commands"].feed("commands", now)  # the controller starts now
         if self._armed:
             for name, problems in stale.items():
                 if problems:
                     self.latch.trip(now, f"{name}_stale", "; ".join(problems))
-            for problem in self.watchdogs["commands"].stale(now):
+            # The controller's watchdog runs from its first command: a bridge without a controller
+            # (on blocks, or before the controller has started) sends zero commands, which is safe.
+            for problem in (self.watchdogs["commands"].stale(now) if self._heard_controller else ()):
                 self.latch.trip(now, "commands_stale", f"controller silent: {problem}")
             if joints is not None:
                 for kind, reason in self._limit_violations(joints, base):

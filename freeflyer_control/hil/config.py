@@ -168,6 +168,7 @@ class TestbedConfig:
     limits: Limits
     emulator: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    robot_source: str = ""   # the robot as the other nodes' ``robot`` parameter: a name or an absolute path
 
     @property
     def period(self) -> float:
@@ -463,12 +464,12 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+    name = str(data.get("robot", ""))
+    if name.endswith((".yaml", ".yml", ".urdf")) and source is not None and not Path(name).is_absolute():
+        name = str((source.parent / name).resolve())
     if robot is None:
-        name = str(data.get("robot", ""))
         if not name:
             raise ConfigError(f"{where}: missing key 'robot' (a bundled robot name or a robot config .yaml)")
-        if name.endswith((".yaml", ".yml", ".urdf")) and source is not None and not Path(name).is_absolute():
-            name = str(source.parent / name)
         robot = load_robot(name)
     try:
         rate = _number(data, "rate", "", 250.0, strict=True)
@@ -493,7 +494,8 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
         EmulatorSettings.from_mapping(emulator)  # a typo there shows now, not when emulating
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    return TestbedConfig(ff, rate, command_timeout, capture, encoders, actuators, limits, dict(emulator), source)
+    return TestbedConfig(ff, rate, command_timeout, capture, encoders, actuators, limits, dict(emulator), source,
+                         name or robot.name)
 
 
 def testbed_names() -> list[str]:
@@ -502,15 +504,32 @@ def testbed_names() -> list[str]:
 
 
 def resolve_testbed_config(name_or_path: str | Path) -> Path:
-    """The file of a testbed config given as a path or as a bundled name (``planar_4link``)."""
-    path = Path(name_or_path).expanduser()
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        return path
-    bundled = share_dir() / "config" / "testbeds" / f"{name_or_path}.yaml"
-    if not bundled.is_file():
-        raise ConfigError(f"unknown testbed config '{name_or_path}': give a .yaml path or a bundled name "
-                          f"({testbed_names()})")
-    return bundled
+    """The testbed config file ``name_or_path`` names: a path (used as given if it exists), else
+    a path or a bare name (``planar_4link`` -> ``planar_4link.yaml``) in the package's
+    ``config/testbeds/``.
+
+    Raises:
+        ConfigError: empty, or no such file (listing the bundled configs).
+    """
+    text = str(name_or_path).strip()
+    try:
+        folder = share_dir() / "config" / "testbeds"
+        bundled = testbed_names()
+    except FileNotFoundError:
+        folder, bundled = None, []
+    if not text:
+        raise ConfigError(f"no testbed config given: a testbed .yaml path, or one of the bundled configs {bundled}")
+    given = Path(text).expanduser()
+    if given.is_file():
+        return given.absolute()
+    tried = [str(given)]
+    if folder is not None and not given.is_absolute():
+        for candidate in (folder / given, folder / given.with_name(given.name + ".yaml")):
+            if candidate.is_file():
+                return candidate.absolute()
+            tried.append(str(candidate))
+    raise ConfigError(f"testbed config '{text}' not found (looked for {tried}); give the path of a testbed "
+                      f".yaml, or one of the bundled configs {bundled}")
 
 
 def load_testbed_config(path: str | Path, *, robot: FreeFlyerModel | None = None) -> TestbedConfig:

@@ -457,3 +457,48 @@ class TestbedEmulator:
         _readonly(raw, vel)
         self._last_encoder = EncoderSample(stamp, delivery, self._names, raw, vel)
         self._encoder.append(self._last_encoder)
+
+
+FAULT_SYNTAX = "kind:start:duration[:joint][:ox,oy,oz] (start and duration in s)"
+
+
+def parse_fault(text: str) -> Fault:
+    """A :class:`Fault` from ``kind:start:duration[:joint][:ox,oy,oz]``.
+
+    Raises:
+        ValueError: saying what is wrong and how to write it.
+    """
+    parts = [p.strip() for p in text.strip().split(":")]
+    if not 3 <= len(parts) <= 5:
+        raise ValueError(f"fault '{text}': write {FAULT_SYNTAX}, e.g. capture_dropout:20:0.5, "
+                         "encoder_nan:12:0.1:joint2, push:5:2:0.5,0,0")
+    kind = parts[0]
+    if kind not in FAULT_KINDS:
+        raise ValueError(f"fault '{text}': unknown kind '{kind}'; kinds: {list(FAULT_KINDS)}")
+    times = []
+    for name, value in (("start", parts[1]), ("duration", parts[2])):
+        try:
+            times.append(float(value))
+        except ValueError:
+            raise ValueError(f"fault '{text}': {name} '{value}' is not a number of seconds ({FAULT_SYNTAX})") from None
+    joint, offset = "", None
+    for extra in parts[3:]:
+        if "," in extra:
+            try:
+                offset = tuple(float(x) for x in extra.split(","))
+            except ValueError:
+                raise ValueError(f"fault '{text}': offset '{extra}' must be three numbers ox,oy,oz") from None
+            if len(offset) != 3:
+                raise ValueError(f"fault '{text}': offset '{extra}' must be three numbers ox,oy,oz")
+        elif extra:
+            joint = extra
+    if joint and kind != "encoder_nan":
+        raise ValueError(f"fault '{text}': only encoder_nan takes a joint ('{joint}' given for {kind})")
+    if kind == "encoder_nan" and not joint:
+        raise ValueError(f"fault '{text}': encoder_nan needs the joint (URDF name), e.g. encoder_nan:12:0.1:joint2")
+    if offset is not None and kind not in ("capture_jump", "push"):
+        raise ValueError(f"fault '{text}': only capture_jump (m) and push (N) take an offset")
+    if kind in ("capture_jump", "push") and (offset is None or not any(offset)):
+        raise ValueError(f"fault '{text}': {kind} needs a non-zero offset ox,oy,oz "
+                         f"({'m, world' if kind == 'capture_jump' else 'N, world'}), e.g. {kind}:5:1:0.1,0,0")
+    return Fault(kind, times[0], times[1], joint, offset or (0.0, 0.0, 0.0))

@@ -68,21 +68,25 @@ class Trip:
 
 @dataclass
 class SafetyLatch:
-    """The first trip latches; later ones are recorded too (the log keeps every trip)."""
+    """The first trip latches; later ones are recorded too, each kind once until the latch is
+    cleared (a cause that persists is one trip, not one per tick)."""
 
     active: Trip | None = None
     history: list[Trip] = field(default_factory=list)
+    _kinds: set[str] = field(default_factory=set)
 
     @property
     def tripped(self) -> bool:
         return self.active is not None
 
     def trip(self, time: float, kind: str, reason: str) -> Trip | None:
-        """Latch (or record) a trip; returns it when it is new (not already the active kind)."""
+        """Latch (or record) a trip; returns it when it is new (a kind not yet recorded since the
+        last clear)."""
         if kind not in REACTIONS:
             raise ValueError(f"unknown trip kind '{kind}'; kinds: {sorted(REACTIONS)}")
-        if self.active is not None and self.active.kind == kind:
+        if kind in self._kinds:
             return None
+        self._kinds.add(kind)
         trip = Trip(time, kind, reason)
         self.history.append(trip)
         if self.active is None or (trip.reaction == OFF and self.active.reaction == BRAKE):
@@ -91,6 +95,7 @@ class SafetyLatch:
 
     def clear(self) -> None:
         self.active = None
+        self._kinds.clear()
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ rclpy and the message packages are imported here and in the node modules only (D
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -146,13 +147,34 @@ def param_result(reason: str | None) -> SetParametersResult:
     return SetParametersResult(successful=reason is None, reason=reason or "")
 
 
+class StartupError(Exception):
+    """A node cannot start; it has logged why (what to fix). spin_node exits with code 1."""
+
+
+def load_testbed_for(node: Node, value: str):
+    """The testbed config the parameter ``value`` names (a path or a bundled name), or log the
+    reason (which key, what to write) and raise StartupError."""
+    from freeflyer_control.errors import ConfigError
+    from freeflyer_control.hil.config import load_testbed_config
+
+    try:
+        return load_testbed_config(value)
+    except ConfigError as exc:
+        node.get_logger().fatal(str(exc))
+        raise StartupError(str(exc)) from None
+
+
 def spin_node(factory: Callable[[], Node], args=None) -> None:
-    """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown."""
+    """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown. A
+    StartupError (already logged) ends the process with exit code 1 and no traceback."""
     rclpy.init(args=args)
     node = None
+    failed = False
     try:
         node = factory()
         rclpy.spin(node)
+    except StartupError:
+        failed = True
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
@@ -165,3 +187,5 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+    if failed:
+        sys.exit(1)

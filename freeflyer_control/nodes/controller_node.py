@@ -15,7 +15,8 @@ Publishes at ``rate``:
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
 Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused
-with the reason. Service ~/reset_estop (std_srvs/Trigger).
+with the reason. Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
+does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class ControllerNode(Node):
                                      lambda m, f=frame: self._on_target(f, m), COMMAND_QOS)
             self.create_subscription(TwistStamped, f"ee_twist_command/{frame}",
                                      lambda m, f=frame: self._on_twist(f, m), COMMAND_QOS)
+        self.create_service(Trigger, "~/estop", self._on_estop_service)
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(1.0 / p["rate"], self._tick)
@@ -157,6 +159,17 @@ class ControllerNode(Node):
         if msg.data:
             self.server.estop(now_s(self), "e-stop requested on /estop")
             self.get_logger().error("E-STOP: zero torques, thrusters off (call ~/reset_estop to resume)")
+
+    def _on_estop_service(self, request, response):
+        response.success = True
+        if self.server.estopped:  # keep the first reason (diagnostics show what stopped it)
+            response.message = f"already e-stopped ({self.server.estop_reason})"
+            return response
+        self.server.estop(now_s(self), "e-stop requested through ~/estop")
+        self.get_logger().error("E-STOP (service ~/estop): zero torques, thrusters off "
+                                "(call ~/reset_estop to resume)")
+        response.message = "e-stop latched: zero torques, thrusters off until ~/reset_estop"
+        return response
 
     def _on_reset_estop(self, request, response):
         response.success, response.message = self.server.reset_estop()
