@@ -9,8 +9,8 @@ ROS graph of ``hil_sim.launch.py`` wires them, on one simulated clock:
 * at each control tick the bridge checks safety, sends the hardware commands (made from the
   controller's previous output: the one-tick delay of a topic round trip) and hands its state
   estimate to the controller, whose output it receives for the next tick;
-* a bridge trip e-stops the controller (the node publishes ``/estop``), and a successful bridge
-  reset resets the controller's e-stop (the node calls ``controller_node/reset_estop``).
+* a bridge trip e-stops the controller (the node calls ``controller_node/estop``), and a
+  successful bridge reset resets the controller's e-stop (``controller_node/reset_estop``).
 
 Used by ``freeflyer sim --via-testbed`` and by the fault-injection tests.
 """
