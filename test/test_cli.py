@@ -327,3 +327,18 @@ def test_testbed_with_a_left_handed_capture_frame_exits_2_proposing_right_handed
     assert main(["testbed", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "left-handed" in err and "[x, -z, y]" in err.replace("'", "")
+
+
+def test_sim_via_testbed_with_a_capture_dropout_trips_and_resets_after_it(capsys, tmp_path):
+    argv = ["sim", "--via-testbed", "--maneuver", "station-keeping", "--mode", "flying", "--duration", "5",
+            "--fault", "capture_dropout:3:0.5", "--reset-at", "3.2", "--reset-at", "4",
+            "--no-plots", "--json", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [t["kind"] for t in summary["testbed_trips"]] == ["capture_stale"]
+    assert [r["ok"] for r in summary["testbed_resets"]] == [False, True]
+
+
+def test_sim_fault_without_via_testbed_exits_2(capsys, tmp_path):
+    assert main(["sim", "--fault", "capture_dropout:3:0.5", "--out", str(tmp_path)]) == 2
+    assert "--via-testbed" in capsys.readouterr().err

@@ -49,6 +49,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="close the loop through the emulated testbed of this testbed config (a .yaml "
                         "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "
                         "safety (sets the robot and the rate)")
+    p.add_argument("--fault", action="append", default=[], metavar="KIND:START:DURATION[:JOINT][:OX,OY,OZ]",
+                   help="with --via-testbed: a fault the emulated testbed injects (capture_dropout, "
+                        "capture_jump, encoder_nan, encoder_freeze, push), e.g. capture_dropout:5:0.5")
+    p.add_argument("--estop-at", type=float, action="append", default=[], metavar="T",
+                   help="with --via-testbed: an e-stop at T s")
+    p.add_argument("--reset-at", type=float, action="append", default=[], metavar="T",
+                   help="with --via-testbed: a reset of the testbed bridge at T s (refused while the cause persists)")
     p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -90,9 +97,16 @@ def run(args: argparse.Namespace) -> int:
     )
     fast = {"auto": None, "python": False, "compiled": True}[args.engine]
     if args.via_testbed:
+        from freeflyer_control.hil.emulator import parse_fault
+        from freeflyer_control.hil.runner import Event
         from freeflyer_control.hil.sim import run_via_testbed
 
-        result = run_via_testbed(config, args.via_testbed)
+        faults = [parse_fault(text) for text in args.fault]
+        events = [Event(t, "estop", "e-stop (--estop-at)") for t in args.estop_at]
+        events += [Event(t, "reset") for t in args.reset_at]
+        result = run_via_testbed(config, args.via_testbed, faults=faults, events=events)
+    elif args.fault or args.estop_at or args.reset_at:
+        raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
     else:
         result = run_simulation(config, progress=None if args.json else ProgressBar(), fast=fast)
 
@@ -118,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {label:<28} {value}")
     for trip in s.get("testbed_trips", []):
         print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
+    for reset in s.get("testbed_resets", []):
+        print(f"  testbed reset at t={reset['t']:.3f} s: {reset['message']}")
     if "testbed" in s:
         print(f"  {'estimation error (max)':<28} base {s['estimation_error_base_position_m']:.3g} m, "
               f"joints {s['estimation_error_joints_rad']:.3g} rad")

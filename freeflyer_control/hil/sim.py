@@ -9,17 +9,22 @@ the testbed did: trips, refused samples, estimation errors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.sim.runner import Recorder, SimConfig, SimResult, initial_state, summarize
 
 from .config import load_testbed_config
+from .emulator import Fault
 from .runner import Event, run_hil
 
 
-def run_via_testbed(config: SimConfig, testbed: str) -> SimResult:
-    """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name).
+def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] = (),
+                    events: Sequence[Event] = ()) -> SimResult:
+    """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
+    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets).
 
     The testbed fixes the robot and the control rate; ``config.robot`` must name the same robot
     (or be left at its default), and model errors (``mass_error``) are not emulated.
@@ -37,7 +42,7 @@ def run_via_testbed(config: SimConfig, testbed: str) -> SimResult:
     duration = float(config.duration or maneuver.duration)
     schedule = list(config.mode_schedule)
     mode = schedule.pop(0)[1] if schedule and schedule[0][0] == 0.0 else config.mode
-    events = [Event(t, "mode", m) for t, m in schedule]
+    events = [Event(t, "mode", m) for t, m in schedule] + list(events)
 
     recorder = Recorder(ff)
     log_every = max(1, int(round(tb.rate / config.log_rate)))
@@ -51,7 +56,7 @@ def run_via_testbed(config: SimConfig, testbed: str) -> SimResult:
         ticks["n"] += 1
 
     run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                  on_control=record)
+                  faults=faults, on_control=record)
     result = SimResult(ff, config, recorder.series(), recorder.columns)
     result.summary = summarize(result, run.controller.loop, duration, run.wall_time)
     s = run.series
@@ -62,6 +67,8 @@ def run_via_testbed(config: SimConfig, testbed: str) -> SimResult:
         "rate_hz": tb.rate,
         "testbed_trips": [{"t": trip.time, "kind": trip.kind, "reaction": trip.reaction, "reason": trip.reason}
                           for trip in run.trips],
+        "testbed_resets": [{"t": t, "ok": ok, "message": message} for t, ok, message in run.resets],
+        "testbed_faults": [f"{f.kind} at {f.start:g} s for {f.duration:g} s" for f in faults],
         "testbed_safe_ticks": run.bridge.stats.safe_ticks,
         "testbed_refused_samples": dict(run.bridge.stats.rejected.counts),
         "estimation_error_base_position_m": float(np.nanmax(np.linalg.norm(
