@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from freeflyer_control.model import FreeFlyerModel, load_robot
 from freeflyer_control.physics.state import State, make_state
@@ -86,3 +88,30 @@ def bare_planar_robot() -> FreeFlyerModel:
     from freeflyer_control.model import load_model
 
     return load_model(BARE_PLANAR_URDF, base="planar", end_effectors=["l1"])
+
+
+# --- hardware in the loop ------------------------------------------------------------------------
+EXAMPLE_TESTBED = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
+
+
+@functools.cache
+def example_testbed():
+    """The bundled example testbed config (loaded once; configs are not mutated by tests)."""
+    from freeflyer_control.hil.config import load_testbed_config
+
+    return load_testbed_config(EXAMPLE_TESTBED)
+
+
+def example_variant(**changes):
+    """The example testbed config with some keys (dotted paths: ``capture.axes``) set to new
+    values, parsed and checked again (robot model shared with the example)."""
+    from freeflyer_control.hil.config import parse_testbed_config
+
+    data = yaml.safe_load(EXAMPLE_TESTBED.read_text())
+    for dotted, value in changes.items():
+        *path, key = dotted.split(".")
+        node = data
+        for part in path:
+            node = node[part]
+        node[key] = value
+    return parse_testbed_config(data, source=EXAMPLE_TESTBED, robot=example_testbed().robot)

@@ -15,11 +15,11 @@ from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.robots import robot_names
 from freeflyer_control.physics.dynamics import mass_matrix
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.sim.fast.runner import not_covered, run_fast
-from freeflyer_control.physics.plant import Plant
-from freeflyer_control.physics.state import State
 from freeflyer_control.sim.runner import SimConfig, run_simulation
 
 ROBOTS = robot_names()

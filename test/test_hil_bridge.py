@@ -16,44 +16,23 @@ exact up to float round-off.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
+from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.allocation import ThrusterAllocator
 from freeflyer_control.hil.bridge import ARM_SETTLE_TIME, BridgeOutput, TestbedBridge
-from freeflyer_control.hil.config import load_testbed_config, parse_testbed_config
 from freeflyer_control.hil.frames import yaw_matrix
 from freeflyer_control.hil.safety import brake_acceleration
 from freeflyer_control.physics.actuators import Actuation, thruster_matrix
 
-EXAMPLE = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
 ROUND_OFF = 1e-9          # noise-free samples of a static or constant-rate robot: exact up to round-off
 TIME_TOL = 1e-9           # s: k * period in floating point lands within this of the exact instant
 READY = np.array([0.8, -0.8, -0.8, 0.8])   # arm angles, rad (planar_4link's ready pose)
-
-
-@functools.cache
-def example():
-    return load_testbed_config(EXAMPLE)
-
-
-def variant(**changes):
-    """The example config with some keys (dotted paths) changed, parsed and checked again."""
-    data = yaml.safe_load(EXAMPLE.read_text())
-    for dotted, value in changes.items():
-        *path, key = dotted.split(".")
-        node = data
-        for p in path:
-            node = node[p]
-        node[key] = value
-    return parse_testbed_config(data, source=EXAMPLE)
 
 
 # --- the hand-driven testbed --------------------------------------------------------------------
@@ -79,7 +58,7 @@ class Rig:
 
     def __init__(self, cfg=None, truth=None, controller: Callable[[float], Actuation] | None = None,
                  start: float = 0.0):
-        self.cfg = cfg or example()
+        self.cfg = cfg or example_testbed()
         self.ff = self.cfg.robot
         self.bridge = TestbedBridge(self.cfg)
         self.truth = truth or moving()
@@ -265,7 +244,7 @@ def test_arm_torques_leave_with_hardware_signs_in_channel_order_saturated_at_the
 
 def test_an_effort_sign_unlike_the_encoder_sign_turns_the_efforts_only():
     # The elbow's motor is wired the other way than its encoder: effort_sign +1, sign -1.
-    cfg = variant(**{"encoders.joints.joint2.effort_sign": 1})
+    cfg = example_variant(**{"encoders.joints.joint2.effort_sign": 1})
     tau = np.array([1.0, 2.0, -2.5, 0.5])
     truth = moving()
     rig = Rig(cfg, truth=truth, controller=lambda t: Actuation(tau, np.array([0.2])))
@@ -281,7 +260,7 @@ def test_wheel_torques_are_saturated_at_the_wheel_max_torque():
 
 
 def test_speed_mode_wheels_integrate_torque_over_inertia_from_the_measured_speed():
-    cfg = variant(**{"actuators.wheels.command": "speed"})
+    cfg = example_variant(**{"actuators.wheels.command": "speed"})
     torque, spin = 0.05, 20.0    # N m; rad/s, the wheel's speed when the bridge arms
     rig = Rig(cfg, truth=moving(qdot=(0, 0, 0, 0, spin)), controller=lambda t: Actuation(np.zeros(4), [torque]))
     # The wheel is a 0.5 kg, 0.07 m disc (urdf/planar_4link.urdf): J = m r^2 / 2 about its axis.
@@ -298,7 +277,7 @@ def test_speed_mode_wheels_integrate_torque_over_inertia_from_the_measured_speed
 def test_in_speed_mode_an_off_trip_for_stale_data_holds_the_wheel_at_its_last_measured_speed(input_name):
     # "off" means no torque on the base: a speed-mode wheel must keep its speed, not be stopped
     # (stopping 100 rad/s of a 1.2e-3 kg m^2 wheel hands 0.12 N m s to the base).
-    cfg = variant(**{"actuators.wheels.command": "speed"})
+    cfg = example_variant(**{"actuators.wheels.command": "speed"})
     rig = Rig(cfg, truth=moving(qdot=(0, 0, 0, 0, 100.0)))
     rig.arm()
     rig.run(0.1)
@@ -312,7 +291,7 @@ def test_in_speed_mode_an_off_trip_for_stale_data_holds_the_wheel_at_its_last_me
 # --- 3. valves ----------------------------------------------------------------------------------
 
 def test_a_constant_wrench_leaves_as_duty_cycles_once_per_pwm_period_in_the_boards_channel_order():
-    cfg = example()
+    cfg = example_testbed()
     # Base at yaw 90 deg: a world +y push is a base +x push, made by t3 and t5 (both along base
     # +x, at y = +-0.175 m: no torque), 0.3 N each of their 0.6 N, duty 0.5.
     push = np.array([0.0, 0.6, 0.0])
@@ -335,7 +314,7 @@ def test_a_constant_wrench_leaves_as_duty_cycles_once_per_pwm_period_in_the_boar
 
 def test_the_duty_is_the_allocation_of_the_period_mean_of_the_requests_not_a_sample_of_them():
     # 20 ticks per PWM period (0.08 s at 250 Hz): an alternating request then averages exactly.
-    cfg = variant(**{"actuators.thrusters.pwm_period": 0.08})
+    cfg = example_variant(**{"actuators.thrusters.pwm_period": 0.08})
     mean = np.array([0.3, 0.0, 0.0])            # world, base at yaw 0: t3 + t5 at 0.15 N each
     swing = np.array([0.0, 0.9, 0.1])           # +-, tick by tick (estimate noise through the gains)
     rig = Rig(cfg, truth=moving(yaw0=0.0),
@@ -354,7 +333,7 @@ def test_the_duty_is_the_allocation_of_the_period_mean_of_the_requests_not_a_sam
 def test_requests_that_alternate_sign_every_tick_fire_no_valve():
     # The anti-aliasing claim: a period mean of 0 gives duty 0, whereas sampling one tick would
     # fire half the valves at 0.5 N for the whole period.
-    cfg = variant(**{"actuators.thrusters.pwm_period": 0.08})
+    cfg = example_variant(**{"actuators.thrusters.pwm_period": 0.08})
     w = np.array([0.4, -0.3, 0.05])
     rig = Rig(cfg, controller=lambda t: Actuation(base_wrench_world=(-1) ** round(t / cfg.period) * w))
     rig.arm()
@@ -365,7 +344,7 @@ def test_requests_that_alternate_sign_every_tick_fire_no_valve():
 
 
 def test_in_bits_mode_each_valve_is_open_for_its_pwm_on_time_from_the_period_start():
-    cfg = variant(**{"actuators.thrusters.command": "bits", "actuators.thrusters.pwm_period": 0.1,
+    cfg = example_variant(**{"actuators.thrusters.command": "bits", "actuators.thrusters.pwm_period": 0.1,
                      "actuators.thrusters.min_on_time": 0.008})
     # t3 and t5 at 0.156 N of 0.6: on for 0.026 s of each 0.1 s period (between ticks, so the
     # count of open ticks, 7 at 4 ms, does not hang on float rounding).
@@ -410,7 +389,7 @@ def test_an_off_trip_sends_zero_efforts_zero_wheel_torque_and_shut_valves_on_the
 
 
 def test_a_brake_trip_damps_the_joints_and_pushes_the_base_against_its_velocity():
-    cfg = example()
+    cfg = example_testbed()
     v = np.array([0.2, 0.05])            # m/s world: over the 0.15 m/s limit, far from any edge
     qdot = np.array([0.3, -0.2, 0.1, 0.4, 0.0])
     rig = Rig(truth=moving(p0=(-0.5, 0.0), v=v, yaw0=0.4, qdot=qdot),
@@ -587,7 +566,7 @@ def spinning_wheel_rig(spin: float) -> Rig:
 
 
 def assert_wheel_tracked(log, spin: float) -> None:
-    wheel = example().robot.joint_names.index("wheel_z_joint")
+    wheel = example_testbed().robot.joint_names.index("wheel_z_joint")
     ticks = [(t, out) for t, out in log if out.joints is not None]
     rates = np.array([out.joints.velocities[wheel] for _, out in ticks])
     angles = np.array([out.joints.positions[wheel] - (2.5 + spin * t) for t, out in ticks])
@@ -601,7 +580,7 @@ def assert_wheel_tracked(log, spin: float) -> None:
 
 @pytest.mark.parametrize("spin", [300.0, -300.0])
 def test_a_fast_wheel_read_modulo_two_pi_is_estimated_at_its_speed(spin):
-    assert example().encoders.velocities == "estimate"
+    assert example_testbed().encoders.velocities == "estimate"
     # 300 rad/s at 250 Hz: 1.2 rad between readings, under the pi that unwrapping can tell apart.
     rig = spinning_wheel_rig(spin)
     rig.run(0.1)                                      # the rate filter starts from two readings
@@ -703,7 +682,7 @@ def test_reset_with_nothing_tripped_is_a_no_op():
 # --- 10. braking acceleration -------------------------------------------------------------------
 
 def test_brake_acceleration_of_planar_4link_is_two_thrusters_over_the_total_mass():
-    ff = example().robot
+    ff = example_testbed().robot
     a = brake_acceleration(ff)
     # A pure base x push: the two thrusters along +x (t3, t5, 0.6 N each; the +-y pair makes no
     # x force). The bisection resolves 4.8 N / 2^30 = 4.5e-9 N, far inside 1e-6 relative.

@@ -8,37 +8,14 @@ signals: a y-up capture system 12 cm above base_link at 100 Hz with 0.5 mm / 2 m
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 import pytest
-import yaml
+from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.maneuvers import Maneuver, StationKeeping, Wilde
-from freeflyer_control.hil.config import load_testbed_config, parse_testbed_config
 from freeflyer_control.hil.runner import run_hil
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.runner import SimConfig, run_simulation
-
-EXAMPLE = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
-
-
-@functools.cache
-def example_testbed():
-    return load_testbed_config(EXAMPLE)
-
-
-def _variant(**changes):
-    """The example config with some keys changed (dotted paths)."""
-    data = yaml.safe_load(EXAMPLE.read_text())
-    for path, value in changes.items():
-        *parents, key = path.split(".")
-        node = data
-        for p in parents:
-            node = node[p]
-        node[key] = value
-    return parse_testbed_config(data, source=EXAMPLE, robot=example_testbed().robot)
 
 
 def test_wilde_maneuver_in_floating_mode_tracks_through_the_testbed_as_in_the_ideal_loop():
@@ -77,7 +54,7 @@ def test_wilde_maneuver_in_floating_mode_tracks_through_the_testbed_as_in_the_id
 
 @pytest.mark.parametrize("command", ["duty", "bits"])
 def test_station_keeping_in_flying_mode_with_on_off_thrusters_holds_the_base(command):
-    cfg = example_testbed() if command == "duty" else _variant(**{"actuators.thrusters.command": "bits"})
+    cfg = example_testbed() if command == "duty" else example_variant(**{"actuators.thrusters.command": "bits"})
     ff = cfg.robot
     maneuver = StationKeeping()
     kick = maneuver.initial_base_twist  # 2 cm/s and 0.02 rad/s: the base was bumped
@@ -106,7 +83,7 @@ def test_a_capture_system_read_with_the_wrong_axes_is_refused_at_start():
     # The lab's capture system is y-up (the example config); its config says z-up for the
     # capture frame (the marker body's axes right): the base looks like it stands on its side.
     # The bridge never arms; every command stays zero.
-    wrong = _variant(**{"capture.axes": "z-up", "capture.body_axes": "y-up"})
+    wrong = example_variant(**{"capture.axes": "z-up", "capture.body_axes": "y-up"})
     run = run_hil(wrong, Maneuver(name="hold"), make_state(wrong.robot), 1.0, emulated=example_testbed())
     assert run.trips and run.trips[0].kind == "capture_frame"
     assert "capture.axes" in run.trips[0].reason and "tilted" in run.trips[0].reason
@@ -118,7 +95,7 @@ def test_body_axes_misread_the_same_way_show_as_a_base_off_the_table():
     # Capture and body axes both misread as z-up: at the heading the marker body was created
     # at (base yaw -pi/2 with the example's body offset) the base still looks level, but world
     # y reads as height: with the base 0.3 m along y, base_link is "0.3 m off the table".
-    wrong = _variant(**{"capture.axes": "z-up"})
+    wrong = example_variant(**{"capture.axes": "z-up"})
     state = make_state(wrong.robot, base_position=[0.0, 0.3, 0.0], base_yaw=-np.pi / 2)
     run = run_hil(wrong, Maneuver(name="hold"), state, 1.0, emulated=example_testbed())
     assert run.trips and run.trips[0].kind == "capture_frame"

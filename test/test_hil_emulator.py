@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from conftest import example_variant
 
 from freeflyer_control.errors import ConfigError
-from freeflyer_control.hil.config import load_testbed_config, parse_testbed_config
+from freeflyer_control.hil.config import load_testbed_config
 from freeflyer_control.hil.emulator import EmulatorSettings, Fault, TestbedEmulator
 from freeflyer_control.hil.frames import tilt
 from freeflyer_control.physics.momentum import centroidal_momentum
@@ -30,18 +30,6 @@ PERFECT = EmulatorSettings()  # no noise, latency, delay or quantization
 @pytest.fixture(scope="module")
 def config():
     return load_testbed_config(CONFIG_PATH)
-
-
-def _variant(config, **changes):
-    """The bundled config with some sections (dotted keys) changed, parsed and checked again."""
-    data = yaml.safe_load(CONFIG_PATH.read_text())
-    for dotted, value in changes.items():
-        *path, key = dotted.split(".")
-        node = data
-        for part in path:
-            node = node[part]
-        node[key] = value
-    return parse_testbed_config(data, source=CONFIG_PATH, robot=config.robot)
 
 
 def _moving_state(ff):
@@ -135,7 +123,7 @@ def test_encoder_velocities_empty_when_estimated_and_signed_when_measured(config
     emu = TestbedEmulator(config, _moving_state(config.robot), settings=PERFECT)
     assert all(s.velocities.size == 0 for s in emu.encoder_samples(0.0))
 
-    measured = _variant(config, **{"encoders.velocities": "measured"})
+    measured = example_variant(**{"encoders.velocities": "measured"})
     emu = TestbedEmulator(measured, _moving_state(config.robot), settings=PERFECT)
     emu.advance(0.048)  # an encoder tick (250 Hz), so the last sample is the state now
     last = emu.encoder_samples(0.048)[-1]
@@ -220,7 +208,7 @@ def test_duty_below_min_on_time_opens_for_min_on_time(config):
 
 
 def test_bits_valves_follow_the_bits(config):
-    bits = _variant(config, **{"actuators.thrusters.command": "bits"})
+    bits = example_variant(**{"actuators.thrusters.command": "bits"})
     emu = TestbedEmulator(bits, make_state(config.robot), settings=PERFECT)
     pattern = np.zeros(8)
     pattern[[0, 4]] = 1  # t1 and t2
@@ -257,7 +245,7 @@ def test_hardware_effort_sign_and_command_timeout(config):
 
 
 def test_wheel_speed_command_with_hardware_sign(config):
-    speed = _variant(config, **{"actuators.wheels.command": "speed"})
+    speed = example_variant(**{"actuators.wheels.command": "speed"})
     emu = TestbedEmulator(speed, make_state(config.robot), settings=PERFECT)
     for k in range(10):  # resent within command_timeout
         emu.on_wheel_command([20.0], k * 0.05)

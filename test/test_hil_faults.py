@@ -17,26 +17,16 @@ on-time and 4 ms delay.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.maneuvers import BaseGoto, Maneuver
-from freeflyer_control.hil.config import load_testbed_config, parse_testbed_config
 from freeflyer_control.hil.emulator import Fault
 from freeflyer_control.hil.runner import Event, run_hil
 from freeflyer_control.physics.state import make_state
-
-EXAMPLE = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
-
-
-@functools.cache
-def example_testbed():
-    return load_testbed_config(EXAMPLE)
 
 
 def _start_state(ff, **base):
@@ -200,9 +190,7 @@ def test_a_motor_wired_the_other_way_runs_its_joint_away_and_everything_goes_off
     # until a joint speed limit (1.5 rad/s, the URDF's) trips: joint2's, or a neighbour it
     # flings through the coupling (joint3 on this arm). Reaction: off, not damping,
     # which through the same wrong sign would push harder.
-    data = yaml.safe_load(EXAMPLE.read_text())
-    data["encoders"]["joints"]["joint2"]["effort_sign"] = 1   # config: -1 (= sign)
-    truth = parse_testbed_config(data, source=EXAMPLE, robot=example_testbed().robot)
+    truth = example_variant(**{"encoders.joints.joint2.effort_sign": 1})   # config: -1 (= sign)
     watch = Watch()
     run = _hold(duration=4.0, watch=watch, emulated=truth)
     trip = run.trips[0]

@@ -32,37 +32,18 @@ build; source install/setup.bash); skips with the reason otherwise. Run with
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
-import threading
 import time
-from collections import deque
 
 import numpy as np
 import pytest
 import yaml
+from launch_support import require_ros
 
-_NEEDS_ROS = "the launch tests need a sourced ROS 2 (Jazzy) install"
-rclpy = pytest.importorskip("rclpy", reason=f"rclpy not available: {_NEEDS_ROS}")
-launch_pytest = pytest.importorskip("launch_pytest", reason=f"launch_pytest not available: {_NEEDS_ROS}")
-pytest.importorskip("launch_ros", reason=f"launch_ros not available: {_NEEDS_ROS}")
-ament_index = pytest.importorskip("ament_index_python.packages",
-                                  reason=f"ament_index_python not available: {_NEEDS_ROS}")
-try:
-    SHARE = ament_index.get_package_share_directory("freeflyer_control")
-    ament_index.get_package_share_directory("robot_state_publisher")
-except ament_index.PackageNotFoundError as exc:
-    pytest.skip(f"{exc}: build the workspace (colcon build) and source its install/setup.bash "
-                "to run the launch tests", allow_module_level=True)
-if not os.path.isfile(os.path.join(SHARE, "launch", "hil_sim.launch.py")):
-    pytest.skip(f"{SHARE} has no launch/hil_sim.launch.py: rebuild the workspace (colcon build)",
-                allow_module_level=True)
+SHARE = require_ros("launch/hil_sim.launch.py")
 
-# Isolate this graph from others on the machine (inherited by the launched processes).
-os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
-
-import launch  # noqa: E402
+import launch_pytest  # noqa: E402
 import launch_ros.actions  # noqa: E402
 import pinocchio as pin  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -71,15 +52,11 @@ from launch.event_handlers import OnProcessExit  # noqa: E402
 from launch.events.process import SignalProcess, matches_executable  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from probe_node import RecordingProbe, running  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
 
+import launch  # noqa: E402
 from freeflyer_control.hil.config import load_testbed_config  # noqa: E402
 from freeflyer_control.ros.conversions import (  # noqa: E402
     JointStateReader,
@@ -97,7 +74,6 @@ TIMEOUT = 10 * PERIOD  # s, the bridge's watchdogs (see the module docstring)
 # timeouts) to see the trip in the 2 Hz diagnostics and a reset refused before the capture is back.
 DROPOUT_START, DROPOUT = 10.0, 2.0
 
-RELIABLE = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
 TYPES = {"joint_states": JointState, "base/odom": Odometry, "testbed_emulator/truth": Odometry,
          "testbed/joint_efforts": Float64MultiArray, "testbed/thrusters": Float64MultiArray,
          "diagnostics": DiagnosticArray, "fault/diagnostics": DiagnosticArray,
@@ -158,75 +134,15 @@ def hil_graph(configs, bad_bridge):
         hil_sim(configs[0]), record_exit, bad_bridge, launch_pytest.actions.ReadyToTest()])
 
 
-class Probe(Node):
-    """Records what the graph publishes on the topics it watches: (receive time s monotonic,
-    message, DDS source timestamp ns system clock)."""
+class Probe(RecordingProbe):
+    """Records what the HIL graph publishes on the topics a test watches (types: TYPES)."""
 
     def __init__(self):
         super().__init__("freeflyer_hil_probe")
-        self.lock = threading.Lock()
-        self.log: dict[str, deque] = {}
-        self.subs = {}
-        self.spinner = SingleThreadedExecutor()
-        self.spinner.add_node(self)
-        self.thread = threading.Thread(target=self.spinner.spin, daemon=True)
-        self.thread.start()
 
     def watch(self, *topics: str) -> None:
         for topic in topics:
-            if topic not in self.subs:
-                self.log[topic] = deque(maxlen=20000)
-                self.subs[topic] = self.create_subscription(
-                    TYPES[topic], topic, functools.partial(self._record, topic), RELIABLE)
-
-    def unwatch(self, *topics: str) -> None:
-        for topic in topics:
-            sub = self.subs.pop(topic, None)
-            if sub is not None:
-                self.destroy_subscription(sub)
-
-    def _record(self, topic, msg, info) -> None:
-        with self.lock:
-            self.log[topic].append((time.monotonic(), msg, info["source_timestamp"]))
-
-    def messages(self, topic: str) -> list:
-        with self.lock:
-            return [(t, m) for t, m, _ in self.log.get(topic, ())]
-
-    def published(self, topic: str) -> list:
-        """(publish time s on the system clock, message)."""
-        with self.lock:
-            return [(src * 1e-9, m) for _, m, src in self.log.get(topic, ())]
-
-    def wait_for(self, what, timeout: float, message):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = what()
-            if value:
-                return value
-            time.sleep(0.02)
-        pytest.fail(f"{message() if callable(message) else message} (waited {timeout:g} s)")
-
-    def call(self, service: str, timeout: float = 10.0):
-        client = self.create_client(Trigger, service)
-        try:
-            assert client.wait_for_service(timeout_sec=timeout), f"no service {service}"
-            future = client.call_async(Trigger.Request())
-            done = threading.Event()
-            future.add_done_callback(lambda _: done.set())
-            assert done.wait(timeout), f"{service} did not answer"
-            return future.result()
-        finally:
-            self.destroy_client(client)
-
-    def set_remote_parameter(self, node: str, name: str, value: str, timeout: float = 10.0):
-        client = AsyncParameterClient(self, node)
-        assert client.wait_for_services(timeout_sec=timeout), f"no parameter services on {node}"
-        future = client.set_parameters([Parameter(name, Parameter.Type.STRING, value)])
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout), f"set_parameters on {node} timed out"
-        return future.result().results[0]
+            super().watch(topic, TYPES[topic])
 
     def publish_once(self, kind, topic: str, msg, subscribers: int = 1) -> None:
         """Publish ``msg`` once subscribers are matched (one publisher per topic, kept: a new
@@ -238,18 +154,10 @@ class Probe(Node):
         self.wait_for(lambda: pub.get_subscription_count() >= subscribers, 10.0, f"nobody subscribes {topic}")
         pub.publish(msg)
 
-    def close(self) -> None:
-        self.spinner.shutdown()
-        self.destroy_node()
-
 
 @pytest.fixture(scope="module")
 def probe():
-    rclpy.init()
-    node = Probe()
-    yield node
-    node.close()
-    rclpy.shutdown()
+    yield from running(Probe)
 
 
 # --- helpers ------------------------------------------------------------------------------------

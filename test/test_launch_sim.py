@@ -20,7 +20,6 @@ otherwise. launch_pytest needs pytest < 8.4 (ros2/launch#947).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import signal
@@ -30,24 +29,11 @@ from collections import deque
 
 import numpy as np
 import pytest
+from launch_support import require_ros
 
-_NEEDS_ROS = "the launch tests need a sourced ROS 2 (Jazzy) install"
-rclpy = pytest.importorskip("rclpy", reason=f"rclpy not available: {_NEEDS_ROS}")
-launch_pytest = pytest.importorskip("launch_pytest", reason=f"launch_pytest not available: {_NEEDS_ROS}")
-pytest.importorskip("launch_ros", reason=f"launch_ros not available: {_NEEDS_ROS}")
-ament_index = pytest.importorskip("ament_index_python.packages",
-                                  reason=f"ament_index_python not available: {_NEEDS_ROS}")
-try:
-    SHARE = ament_index.get_package_share_directory("freeflyer_control")
-    ament_index.get_package_share_directory("robot_state_publisher")
-except ament_index.PackageNotFoundError as exc:
-    pytest.skip(f"{exc}: build the workspace (colcon build) and source its install/setup.bash "
-                "to run the launch tests", allow_module_level=True)
+SHARE = require_ros("launch/sim.launch.py")
 
-# Isolate this graph from others on the machine (inherited by the launched processes).
-os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
-
-import launch  # noqa: E402
+import launch_pytest  # noqa: E402
 import launch_ros.actions  # noqa: E402
 import pinocchio as pin  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -55,17 +41,14 @@ from geometry_msgs.msg import PoseStamped  # noqa: E402
 from launch.events.process import SignalProcess, matches_executable  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from probe_node import LATCHED, RecordingProbe, running  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
+import launch  # noqa: E402
 from freeflyer_control.model import load_robot  # noqa: E402
 from freeflyer_control.physics.actuators import mode_support  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
@@ -87,11 +70,6 @@ URDF = os.path.join(SHARE, "urdf", f"{ROBOT}.urdf")
 FF = load_robot(ROBOT)
 BARE = load_robot(URDF, base="planar", end_effectors=[EE])
 
-RELIABLE = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
 @launch_pytest.fixture(scope="module")
 def sim_graph():
     sim = launch.actions.IncludeLaunchDescription(
@@ -109,69 +87,40 @@ def sim_graph():
         sim, bare_controller, launch_pytest.actions.ReadyToTest()])
 
 
-class Probe(Node):
-    """Records what the graph publishes: each message with its receive time in this process
-    (s, monotonic) and the DDS source (publish) timestamp (ns, system clock)."""
+class Probe(RecordingProbe):
+    """Records what the sim graph publishes, and pairs the /joint_states and /base/odom of each
+    plant tick (same stamp)."""
 
     def __init__(self):
         super().__init__("freeflyer_test_probe")
-        self.lock = threading.Lock()
-        self.log: dict[str, deque] = {}
         self.state_pairs: deque = deque(maxlen=2000)   # (t, JointState, Odometry), same stamp
         self._pending: dict[tuple[int, int], dict] = {}
         for topic, kind in (("joint_states", JointState), ("base/odom", Odometry),
                             (f"gjm/{EE}", Float64MultiArray), ("joint_effort_commands", Float64MultiArray),
                             ("thrusters/command", Float64MultiArray), ("tf", TFMessage),
                             ("diagnostics", DiagnosticArray), ("freeflyer/targets", MarkerArray)):
-            self.log[topic] = deque(maxlen=5000)
-            # Two parameters: rclpy passes the message info (source and receive timestamps).
-            self.create_subscription(kind, topic, functools.partial(self._record, topic), RELIABLE)
+            self.watch(topic, kind, depth=5000)
         for topic in ("mode", "bare/mode", f"gjm/{EE}/columns", "robot_description"):
-            self.log[topic] = deque(maxlen=100)
-            self.create_subscription(String, topic, functools.partial(self._record, topic), LATCHED)
-        self.spinner = SingleThreadedExecutor()
-        self.spinner.add_node(self)
-        self.thread = threading.Thread(target=self.spinner.spin, daemon=True)
-        self.thread.start()
+            self.watch(topic, String, LATCHED, depth=100)
 
     def _record(self, topic, msg, info) -> None:
-        now = time.monotonic()
+        super()._record(topic, msg, info)
+        if topic not in ("joint_states", "base/odom"):
+            return
         with self.lock:
-            self.log[topic].append((now, msg, info["source_timestamp"]))
-            if topic in ("joint_states", "base/odom"):
-                key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-                entry = self._pending.setdefault(key, {})
-                entry[topic] = msg
-                if len(entry) == 2:
-                    del self._pending[key]
-                    self.state_pairs.append((now, entry["joint_states"], entry["base/odom"]))
-                if len(self._pending) > 100:   # a lost partner: forget the oldest halves
-                    for k in sorted(self._pending)[:50]:
-                        del self._pending[k]
-
-    def messages(self, topic: str) -> list:
-        """(receive time s, message) of every message received on ``topic``."""
-        with self.lock:
-            return [(t, m) for t, m, _ in self.log[topic]]
-
-    def published(self, topic: str) -> list:
-        """(publish time s on the system clock, message), from the DDS source timestamps."""
-        with self.lock:
-            return [(src * 1e-9, m) for _, m, src in self.log[topic]]
+            key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+            entry = self._pending.setdefault(key, {})
+            entry[topic] = msg
+            if len(entry) == 2:
+                del self._pending[key]
+                self.state_pairs.append((time.monotonic(), entry["joint_states"], entry["base/odom"]))
+            if len(self._pending) > 100:   # a lost partner: forget the oldest halves
+                for k in sorted(self._pending)[:50]:
+                    del self._pending[k]
 
     def pairs(self) -> list:
         with self.lock:
             return list(self.state_pairs)
-
-    def wait_for(self, what, timeout: float, message: str):
-        """Poll ``what()`` until it returns something truthy; fail with ``message``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = what()
-            if value:
-                return value
-            time.sleep(0.02)
-        pytest.fail(f"{message} (waited {timeout:g} s)")
 
     def latest_pair(self, timeout: float = 30.0):
         """The newest (receive time, JointState, Odometry) of one plant tick."""
@@ -181,37 +130,10 @@ class Probe(Node):
         msgs = self.messages(topic)
         return msgs[-1][1].data if msgs else None
 
-    def set_remote_parameter(self, node: str, name: str, value: str, timeout: float = 10.0):
-        """``ros2 param set <node> <name> <value>``: the SetParameters service's result."""
-        client = AsyncParameterClient(self, node)
-        assert client.wait_for_services(timeout_sec=timeout), f"no parameter services on {node}"
-        future = client.set_parameters([Parameter(name, Parameter.Type.STRING, value)])
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout), f"set_parameters on {node} timed out"
-        return future.result().results[0]
-
-    def get_remote_parameter(self, node: str, name: str, timeout: float = 10.0):
-        client = AsyncParameterClient(self, node)
-        assert client.wait_for_services(timeout_sec=timeout)
-        future = client.get_parameters([name])
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout)
-        return future.result().values[0].string_value
-
-    def close(self) -> None:
-        self.spinner.shutdown()
-        self.destroy_node()
-
 
 @pytest.fixture(scope="module")
 def probe():
-    rclpy.init()
-    node = Probe()
-    yield node
-    node.close()
-    rclpy.shutdown()
+    yield from running(Probe)
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from freeflyer_control.analysis.piw_planner import (
     integrate_leg,
     line_path,
     piw_radii,
-    plot_piw,
     plan_piw,
+    plot_piw,
     straight_line_resolved_rate,
 )
 from freeflyer_control.analysis.reorient import (

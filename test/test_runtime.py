@@ -12,7 +12,7 @@ import pinocchio as pin
 import pytest
 from conftest import random_state, robot
 
-from freeflyer_control.errors import ModelError, ModeError
+from freeflyer_control.errors import ModeError, ModelError
 from freeflyer_control.model import load_model
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
