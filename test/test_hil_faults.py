@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from conftest import example_testbed, example_variant
 
-from freeflyer_control.control.maneuvers import BaseGoto, Maneuver
+from freeflyer_control.control.maneuvers import BaseGoto, Maneuver, Wilde
 from freeflyer_control.hil.emulator import Fault
 from freeflyer_control.hil.runner import Event, run_hil
 from freeflyer_control.physics.state import make_state
@@ -102,19 +102,27 @@ def test_a_nan_encoder_value_shuts_everything_within_two_periods_and_resets_afte
     assert run.series["status"][-1] == 1
 
 
-def test_an_estop_mid_maneuver_shuts_everything_at_the_next_tick_and_reset_resumes_holding():
+def test_an_estop_mid_maneuver_shuts_everything_at_the_next_tick_and_reset_holds_the_pose():
+    # Wilde's maneuver in flying mode: joint 1 ramps at 0.1 rad/s while the valves hold the base.
+    # E-stop at 5 s (joint 1 at ~0.5 rad and moving), reset at 5.5 s.
     watch = Watch()
-    run = _hold(events=[Event(3.0, "estop", "operator"), Event(3.5, "reset")], watch=watch)
+    ff = example_testbed().robot
+    run = run_hil(example_testbed(), Wilde(), make_state(ff), 8.0, mode="flying", on_tick=watch,
+                  events=[Event(5.0, "estop", "operator"), Event(5.5, "reset")])
     trip = run.trips[0]
-    assert trip.kind == "estop" and trip.time == pytest.approx(3.0)
-    _assert_off(watch.first_safe_tick(3.0))
+    assert trip.kind == "estop" and trip.time == pytest.approx(5.0) and trip.reason == "operator"
+    _assert_off(watch.first_safe_tick(5.0))
     assert run.resets[0][1], run.resets
     assert run.controller.estopped is False
-    # After the reset the controller holds the pose it was in (no jump to a scripted reference):
-    # the base drifted with its valves shut for 0.5 s, then is held within 2 cm of there.
-    pos = run.series["true_base_position"]
-    t = run.series["t"]
-    assert np.abs(pos[t > 5.0, :2] - pos[np.searchsorted(t, 3.5), :2]).max() < 0.02
+    # After the reset the controller holds the pose the arm is in, not the pose the maneuver's
+    # clock has got to (joint 1's reference is 0.8 rad at 8 s). Joint 1 coasted at ~0.1 rad/s
+    # while stopped; Wilde's gentle gains (K_P = K_D = 1) bring it to rest from there in about a
+    # second, ~0.05 rad further on: within 0.08 rad of its angle at the reset.
+    t, q1 = run.series["t"], run.series["true_joints"][:, 0]
+    at_reset = q1[np.searchsorted(t, 5.5)]
+    assert 0.4 < at_reset < 0.7
+    assert np.abs(q1[t > 5.5] - at_reset).max() < 0.08
+    assert q1[-1] < 0.8 - 0.15
 
 
 # --- data that stops ---------------------------------------------------------------------------
