@@ -58,9 +58,10 @@ unmapped joint, an impossible thruster layout are refused with the key at fault 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import yaml

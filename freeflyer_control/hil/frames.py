@@ -21,8 +21,8 @@ turns one frame into the other, so the convention must be wrong.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pinocchio as pin

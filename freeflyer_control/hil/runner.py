@@ -18,8 +18,8 @@ Used by ``freeflyer sim --via-testbed`` and by the fault-injection tests.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -111,7 +111,7 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
                             maneuver=maneuver)
     pending = sorted(events, key=lambda e: e.time)
     log = HilLog()
-    n_ticks = int(round(duration / dt))
+    n_ticks = round(duration / dt)
     estopped_for: object = None
     wall0 = time.perf_counter()
     for k in range(n_ticks + 1):

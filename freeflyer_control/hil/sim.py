@@ -45,7 +45,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     events = [Event(t, "mode", m) for t, m in schedule] + list(events)
 
     recorder = Recorder(ff)
-    log_every = max(1, int(round(tb.rate / config.log_rate)))
+    log_every = max(1, round(tb.rate / config.log_rate))
     ticks = {"n": 0, "info": None}
 
     def record(t, truth, out):
