@@ -52,9 +52,14 @@ def test_wilde_maneuver_in_floating_mode_tracks_through_the_testbed_as_in_the_id
     assert not np.nanmax(np.nan_to_num(s["duty"], nan=0.0))
 
 
-@pytest.mark.parametrize("command", ["duty", "bits"])
-def test_station_keeping_in_flying_mode_with_on_off_thrusters_holds_the_base(command):
-    cfg = example_testbed() if command == "duty" else example_variant(**{"actuators.thrusters.command": "bits"})
+@pytest.mark.parametrize("command, capture_rate", [("duty", 100.0), ("bits", 100.0), ("duty", 50.0), ("duty", 250.0)],
+                         ids=["duty", "bits", "duty-capture-50Hz", "duty-capture-250Hz"])
+def test_station_keeping_in_flying_mode_with_on_off_thrusters_holds_the_base(command, capture_rate):
+    # Capture at the ends of the 50-250 Hz range too (watchdog: three samples).
+    changes = {"actuators.thrusters.command": command}
+    if capture_rate != 100.0:
+        changes.update({"capture.rate": capture_rate, "capture.timeout": 3.0 / capture_rate})
+    cfg = example_variant(**changes)
     ff = cfg.robot
     maneuver = StationKeeping()
     kick = maneuver.initial_base_twist  # 2 cm/s and 0.02 rad/s: the base was bumped
