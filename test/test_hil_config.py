@@ -399,3 +399,17 @@ def test_a_typo_in_the_emulator_section_is_refused_at_load_not_when_emulating():
     data["emulator"]["capture"]["latncy"] = 0.01
     with pytest.raises(ConfigError, match=r"emulator\.capture.*latncy.*latency"):
         parse_testbed_config(data, source=EXAMPLE, robot=load_robot("planar_4link"))
+
+
+def test_filter_settings_come_from_the_config_with_defaults_tuned_on_the_example():
+    cfg = load_testbed_config(EXAMPLE)
+    assert (cfg.capture.acceleration_noise, cfg.capture.angular_acceleration_noise) == (0.02, 0.05)
+    assert (cfg.encoders.position_noise, cfg.encoders.acceleration_noise) == (0.0015, 0.5)
+    data = yaml.safe_load(EXAMPLE.read_text())
+    del data["capture"]["noise"], data["encoders"]["noise"]
+    defaults = parse_testbed_config(data, source=EXAMPLE, robot=load_robot("planar_4link"))
+    assert defaults.capture.acceleration_noise == 0.02
+    assert defaults.encoders.position_noise == pytest.approx(2 * np.pi / 4096)  # a 12-bit count
+    data["encoders"]["noise"] = {"positon": 0.001}
+    with pytest.raises(ConfigError, match=r"encoders\.noise must be .*position"):
+        parse_testbed_config(data, source=EXAMPLE, robot=load_robot("planar_4link"))

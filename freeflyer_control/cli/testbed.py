@@ -41,10 +41,13 @@ def run(args: argparse.Namespace) -> int:
     p_c, q_c = T.from_world(np.zeros(3), yaw_matrix(0.0))
     print(f"  base_link at the world origin heading +x reads as position {np.round(p_c, 4).tolist()}, "
           f"quaternion (x y z w) {np.round(q_c, 4).tolist()}")
+    print(f"  filter: noise {cap.position_noise} m / {cap.attitude_noise} rad, process noise "
+          f"{cap.acceleration_noise} m/s^2/sqrt(Hz) / {cap.angular_acceleration_noise} rad/s^2/sqrt(Hz)")
     print(f"  gates: jump {cap.max_position_jump} m / {cap.max_attitude_jump} rad; level within "
           f"{np.degrees(cap.max_tilt):.1f} deg and {cap.max_height} m of the table plane")
     print(f"encoders {enc.topic} (sensor_msgs/JointState) at {enc.rate:g} Hz, velocities {enc.velocities}, "
-          f"timeout {enc.timeout:.3g} s")
+          f"timeout {enc.timeout:.3g} s; filter noise {enc.position_noise:.3g} rad, process noise "
+          f"{enc.acceleration_noise} rad/s^2/sqrt(Hz)")
     for c in enc.channels:
         zero = "reading" if c.offset == 0 else f"reading {'-' if c.offset > 0 else '+'} {abs(c.offset):.4g}"
         print(f"  {c.joint:<16} <- {c.name:<16} q = {'' if c.sign > 0 else '-'}({zero}) rad")

@@ -47,14 +47,6 @@ from .frames import matrix_to_quat_xyzw, tilt
 from .safety import BRAKE, BRAKE_DEADBAND_RATE, BRAKE_DEADBAND_SPEED, BRAKE_GAIN, MotionLimits, SafetyLatch, Trip
 from .safety import brake_acceleration as thruster_brake_acceleration
 
-# Process noise of the estimators (white acceleration, units/s^2/sqrt(Hz)): larger follows
-# faster and is noisier. The base's are what 1 N thrusters do to a ~20 kg base: on the example
-# testbed, station keeping holds as well as with 2.5-4 times more (1 mm, 0.011 rad) and the valves
-# open a third less often (noise in the estimated twist is noise in the thrust request).
-BASE_ACCELERATION_NOISE = 0.02        # m/s^2/sqrt(Hz)
-BASE_ANGULAR_ACCELERATION_NOISE = 0.05  # rad/s^2/sqrt(Hz)
-JOINT_ACCELERATION_NOISE = 0.5       # rad/s^2/sqrt(Hz): smooths 12-bit encoders at 250 Hz, yet follows Wilde's rate steps
-JOINT_QUANTUM = 2 * math.pi / 4096   # rad: a 12-bit encoder's count, the joints' measurement noise scale
 # The estimators start with unknown rates: the bridge arms (and the limits are checked) only
 # after this long of fresh data, when the rate estimates have settled.
 ARM_SETTLE_TIME = 0.25               # s
@@ -116,10 +108,11 @@ class TestbedBridge:
         self.period = config.period
         cap = config.capture
         self.base_estimator = BaseEstimator(BaseEstimatorConfig(
-            KalmanNoise(cap.position_noise, BASE_ACCELERATION_NOISE),
-            KalmanNoise(cap.attitude_noise, BASE_ANGULAR_ACCELERATION_NOISE),
+            KalmanNoise(cap.position_noise, cap.acceleration_noise),
+            KalmanNoise(cap.attitude_noise, cap.angular_acceleration_noise),
             cap.max_position_jump, cap.max_attitude_jump, planar=ff.base == "planar"))
-        self.joint_estimator = JointEstimator(len(ff.joint_names), KalmanNoise(JOINT_QUANTUM, JOINT_ACCELERATION_NOISE))
+        enc = config.encoders
+        self.joint_estimator = JointEstimator(len(ff.joint_names), KalmanNoise(enc.position_noise, enc.acceleration_noise))
         self.watchdogs = {
             "capture": Watchdog(cap.timeout, ("capture",)),
             "encoders": Watchdog(config.encoders.timeout, ("encoders",)),
