@@ -25,8 +25,9 @@ import yaml
 
 from freeflyer_control.errors import ConfigError
 from freeflyer_control.hil.config import load_testbed_config, parse_testbed_config
-from freeflyer_control.hil.frames import CaptureTransform, axes_matrix, quat_xyzw_to_matrix, tilt, yaw_matrix
+from freeflyer_control.hil.frames import CaptureTransform, axes_matrix, tilt, yaw_matrix
 from freeflyer_control.model import FreeFlyerModel, load_robot
+from freeflyer_control.physics.state import rotation_from_xyzw
 
 EXAMPLE = Path(__file__).parents[1] / "config/testbeds/planar_4link.yaml"
 URDF_JOINT_SPEED = 1.5   # rad/s, planar_4link.urdf's <limit velocity> of every arm joint
@@ -174,7 +175,7 @@ def test_example_marker_body_reads_12_cm_up_the_capture_y_axis_above_a_level_bas
     capture (x, 0.12, -y), with the body's y axis (up) along capture y."""
     position, quat = example.capture.transform.from_world([0.4, 0.2, 0.0], yaw_matrix(0.7))
     np.testing.assert_allclose(position, [0.4, 0.12, -0.2], rtol=0, atol=ROUND_OFF)
-    R_cm = quat_xyzw_to_matrix(quat)
+    R_cm = rotation_from_xyzw(quat)
     np.testing.assert_allclose(R_cm[:, 1], [0.0, 1.0, 0.0], rtol=0, atol=ROUND_OFF)
 
 
@@ -320,7 +321,7 @@ def random_transform(rng: np.random.Generator) -> CaptureTransform:
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:
     q = rng.normal(size=4)
-    return quat_xyzw_to_matrix(q / np.linalg.norm(q))
+    return rotation_from_xyzw(q / np.linalg.norm(q))
 
 
 def test_to_world_undoes_from_world_for_random_poses_axes_offsets_yaws_and_units():

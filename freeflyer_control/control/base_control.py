@@ -20,7 +20,7 @@ import pinocchio as pin
 from freeflyer_control.control.references import BaseReference
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.modes import BasePartition
-from freeflyer_control.physics.state import State, base_position, base_rotation, base_twist_world
+from freeflyer_control.physics.state import State, base_position, base_rotation, base_twist_world, rotation_from_xyzw
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def attitude_error(R_desired: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 def base_pose_error(ff: FreeFlyerModel, state: State, ref: BaseReference) -> tuple[np.ndarray, np.ndarray]:
     """(position error m, attitude error rad), world axes (3,) each."""
-    R_d = pin.Quaternion(ref.orientation_xyzw[3], *ref.orientation_xyzw[:3]).toRotationMatrix()
+    R_d = rotation_from_xyzw(ref.orientation_xyzw)
     return ref.position - base_position(ff, state.q), attitude_error(R_d, base_rotation(ff, state.q))
 
 

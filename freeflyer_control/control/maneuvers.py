@@ -22,7 +22,13 @@ import pinocchio as pin
 
 from freeflyer_control.control.references import BaseReference, JointReference, TaskReference
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.state import State, base_position, base_quaternion_xyzw, joint_positions
+from freeflyer_control.physics.state import (
+    State,
+    base_position,
+    base_quaternion_xyzw,
+    joint_positions,
+    rotation_from_xyzw,
+)
 
 MANEUVERS = ("wilde", "ee-point", "ee-circle", "station-keeping")
 
@@ -270,7 +276,7 @@ class ExternalReferences(Maneuver):
         moving = t - t0 <= self.twist_timeout
         quat = ref.orientation_xyzw
         if quat is not None and np.any(w):
-            R = pin.Quaternion(quat[3], *quat[:3]).toRotationMatrix()
+            R = rotation_from_xyzw(quat)
             quat = pin.Quaternion(pin.exp3(w * dt) @ R).coeffs().copy()
         return TaskReference(ref.frame, ref.position + v * dt, quat,
                              v if moving else np.zeros(3), w if moving else np.zeros(3))

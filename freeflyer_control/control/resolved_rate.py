@@ -27,7 +27,7 @@ from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.gjm import actuated_velocities, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import singularity_measures
-from freeflyer_control.physics.state import State
+from freeflyer_control.physics.state import State, rotation_from_xyzw
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,7 @@ class ResolvedRate:
         pose = self.data.oMf[fid]
         e_pos = np.asarray(target.position, float) - pose.translation
         if target.orientation_xyzw is not None:
-            qd = target.orientation_xyzw
-            R_d = pin.Quaternion(qd[3], qd[0], qd[1], qd[2]).toRotationMatrix()
+            R_d = rotation_from_xyzw(target.orientation_xyzw)
             e_ang = pin.log3(R_d @ pose.rotation.T)
         else:
             e_ang = np.zeros(3)

@@ -29,8 +29,8 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.allocation import PulseWidthModulator, ThrusterAllocator
-from freeflyer_control.physics.actuators import Actuation, saturate, world_wrench_to_local
-from freeflyer_control.physics.state import State, base_rotation
+from freeflyer_control.physics.actuators import Actuation, local_wrench_to_world, saturate, world_wrench_to_local
+from freeflyer_control.physics.state import State, xyzw_from_rotation
 from freeflyer_control.ros.conversions import (
     BaseReading,
     ErrorCounter,
@@ -43,7 +43,7 @@ from freeflyer_control.runtime.watchdog import Watchdog
 
 from .config import TestbedConfig
 from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise
-from .frames import matrix_to_quat_xyzw, tilt
+from .frames import tilt
 from .safety import BRAKE, BRAKE_DEADBAND_RATE, BRAKE_DEADBAND_SPEED, BRAKE_GAIN, MotionLimits, SafetyLatch, Trip
 from .safety import brake_acceleration as thruster_brake_acceleration
 
@@ -126,10 +126,9 @@ class TestbedBridge:
         self._arm = np.array([ff.joint_names.index(n) for n in ff.arm_joint_names], dtype=int)
         self._wheels = np.array([ff.joint_names.index(n) for n in ff.wheel_joint_names], dtype=int)
         self._enc_index: dict[tuple[str, ...], np.ndarray] = {}
-        # Continuous joints (wheels) read modulo 2 pi: unwrapped against the previous sample so
-        # the rate filter sees the motion, not a 2 pi jump (valid below pi * encoder rate rad/s).
+        # Continuous joints (wheels) read modulo 2 pi: unwrapped against the prediction so the
+        # rate filter sees the motion, not a 2 pi jump (valid below pi * encoder rate rad/s).
         self._continuous = np.array([ff.model.joints[ff.model.getJointId(n)].nq == 2 for n in ff.joint_names])
-        self._last_q: np.ndarray | None = None
         thr = config.actuators.thrusters
         self.allocator = ThrusterAllocator(ff) if thr else None
         self.pwm = PulseWidthModulator(ff.thruster_max_forces, thr.pwm_period, thr.min_on_time) if thr else None
@@ -187,7 +186,7 @@ class TestbedBridge:
         if problem:
             self._reject(MessageError("frame", problem), now, "capture_frame", problem)
             return
-        verdict = self.base_estimator.update(t, p_w, matrix_to_quat_xyzw(R_w))
+        verdict = self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
         if verdict.accepted:
             self.watchdogs["capture"].feed("capture", now)
         elif verdict.kind == "jump":
@@ -197,7 +196,7 @@ class TestbedBridge:
                 # capture from here (re-acquire) so the filter has settled wherever it now says
                 # the base is by the time someone resets, or the bridge arms.
                 self.base_estimator.reset()
-                self.base_estimator.update(t, p_w, matrix_to_quat_xyzw(R_w))
+                self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
         elif verdict.kind != "out_of_order" or t != self.base_estimator.t:
             # A repeated stamp is a repeated message (not new data: the watchdog is not fed);
             # anything else refused is counted.
@@ -237,14 +236,13 @@ class TestbedBridge:
             self._reject(exc, now, "encoders_invalid", f"encoder message refused: {exc}")
             return
         q = self._sign * (raw - self._offset)
-        if self._last_q is not None and self._continuous.any():
+        if self.joint_estimator.initialized and self._continuous.any():
             # Against the angle predicted for this sample (the last one carried on at the
             # estimated rate): a lost message then does not halve the speed that unwraps.
             turns = np.round((q - self.joint_estimator.estimate(t)[0]) / (2 * np.pi))
             q = np.where(self._continuous, q - 2 * np.pi * turns, q)
         verdict = self.joint_estimator.update(t, q, None if rates is None else self._sign * rates)
         if verdict.accepted:
-            self._last_q = q
             self.watchdogs["encoders"].feed("encoders", now)
         elif verdict.kind == "out_of_order":
             # A repeated stamp is a hung driver repeating its last message: not new data, the
@@ -306,8 +304,7 @@ class TestbedBridge:
         cleared = self.latch.active
         self.latch.clear()
         self._wheel_setpoint = None
-        self.pwm.reset() if self.pwm else None
-        self._pwm_period_index = None
+        # (The valves restart by themselves: the next tick's reaction differs from the last.)
         return True, f"reset: cleared '{cleared.kind}' ({cleared.reason})"
 
     # --- the tick ----------------------------------------------------------------------------
@@ -398,7 +395,7 @@ class TestbedBridge:
                   or np.linalg.norm(base.angular_velocity) > BRAKE_DEADBAND_RATE)
         if self.allocator is not None and moving:
             local = -BRAKE_GAIN * H[:nb, :nb] @ state.v[:nb]  # base axes, like the thruster matrix
-            wrench = _local_to_world(base_rotation(self.ff, state.q), local)
+            wrench = local_wrench_to_world(self.ff, state.q, local)
         return saturate(self.ff, Actuation(arm, np.zeros(self._wheels.size), np.zeros(0), wrench))
 
     def _state(self, joints: JointReading, base: BaseReading) -> State:
@@ -469,11 +466,3 @@ class TestbedBridge:
             return self.pwm.update(now, self._forces).astype(float)[self._channels]
         return None
 
-
-def _local_to_world(R: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """A base wrench about base_link from base_link axes to world axes (R: world <- base_link);
-    the inverse of :func:`~freeflyer_control.physics.actuators.world_wrench_to_local`."""
-    if local.size == 3:
-        f = R[:2, :2] @ local[:2]
-        return np.array([f[0], f[1], local[2]])
-    return np.concatenate([R @ local[:3], R @ local[3:]])

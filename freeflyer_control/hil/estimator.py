@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.physics.state import rotation_from_xyzw
 from freeflyer_control.ros.conversions import BaseReading
 
 # Rate std (units/s) of a filter's prior: vague enough that the second sample's finite
@@ -239,7 +240,7 @@ class BaseEstimator:
         norm = float(np.linalg.norm(q))
         if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
             return SampleVerdict(False, f"not a unit quaternion (norm {norm:.4g})", "quaternion")
-        R = pin.Quaternion(q[3], q[0], q[1], q[2]).normalized().toRotationMatrix()
+        R = rotation_from_xyzw(q / norm)
         if self.config.planar:
             p[2] = 0.0
             R = _yaw_only(R)

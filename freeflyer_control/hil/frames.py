@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError
+from freeflyer_control.physics.state import rotation_from_xyzw, xyzw_from_rotation
 
 AXIS_PRESETS = {"z-up": ("x", "y", "z"), "y-up": ("x", "-z", "y")}
 
@@ -81,17 +81,6 @@ def yaw_matrix(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def quat_xyzw_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = (float(c) for c in q)
-    return pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()
-
-
-def matrix_to_quat_xyzw(R: np.ndarray) -> np.ndarray:
-    q = pin.Quaternion(R).coeffs().copy()  # (x, y, z, w)
-    return q if q[3] >= 0 else -q
-
-
 @dataclass(frozen=True)
 class CaptureTransform:
     """Capture-frame marker-body poses <-> base_link poses in world (see the module docstring).
@@ -121,7 +110,8 @@ class CaptureTransform:
         marker-body pose in the capture frame (position in capture units, quaternion x-y-z-w)."""
         R_wc = self._R_wc
         p_wm = R_wc @ (np.asarray(position, float) * self.unit) + self.world_translation
-        R_wm = R_wc @ quat_xyzw_to_matrix(orientation_xyzw) @ self.body_axes.T
+        q = np.asarray(orientation_xyzw, float)
+        R_wm = R_wc @ rotation_from_xyzw(q / np.linalg.norm(q)) @ self.body_axes.T
         return p_wm + R_wm @ self.base_translation, R_wm @ yaw_matrix(self.base_yaw)
 
     def from_world(self, position, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +122,7 @@ class CaptureTransform:
         R_wm = np.asarray(rotation, float) @ yaw_matrix(self.base_yaw).T
         p_wm = np.asarray(position, float) - R_wm @ self.base_translation
         p_c = R_wc.T @ (p_wm - self.world_translation) / self.unit
-        return p_c, matrix_to_quat_xyzw(R_wc.T @ R_wm @ self.body_axes)
+        return p_c, xyzw_from_rotation(R_wc.T @ R_wm @ self.body_axes)
 
 
 def tilt(rotation: np.ndarray) -> float:

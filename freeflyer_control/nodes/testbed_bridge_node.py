@@ -101,7 +101,6 @@ class TestbedBridgeNode(Node):
         self._command_arrival = None   # node clock, s, of the newest command not yet forwarded
         self._estopped_for = None      # the trip the controller was e-stopped for
         self._logged_trips = 0         # bridge.latch.history entries logged so far
-        self._also_logged: set[str] = set()   # trip kinds recorded while tripped, since the last reset
         self._last = None
         self.overruns = 0
         self.refused_commands = ErrorCounter()   # controller messages refused (sensor samples: bridge.stats)
@@ -233,20 +232,15 @@ class TestbedBridgeNode(Node):
                 self.pub_valves.publish(msg)
 
     def _report_trips(self, out) -> None:
-        """Log every trip: the one that latches at once, the others recorded while tripped
-        (the latch records a different kind again at every tick it persists) once per kind,
-        then at most once a second."""
+        """Log every trip once (the latch records each kind once until it is cleared): the one
+        that latched, and any other recorded while tripped."""
         history = self.bridge.latch.history
         for trip in history[self._logged_trips:]:
             if trip is out.trip or trip is self.bridge.latch.active:
                 self.get_logger().error(f"TRIP {trip.kind} ({trip.reaction}): {trip.reason}. "
                                         "Call ~/reset once the cause is gone")
-            elif trip.kind not in self._also_logged:
-                self._also_logged.add(trip.kind)
-                self.get_logger().error(f"also tripped while tripped: {trip.kind}: {trip.reason}")
             else:
-                self.get_logger().error(f"also tripped while tripped: {trip.kind}: {trip.reason}",
-                                        throttle_duration_sec=1.0)
+                self.get_logger().error(f"also tripped while tripped: {trip.kind}: {trip.reason}")
         self._logged_trips = len(history)
         if out.trip is not None and out.trip is not self._estopped_for:
             if self.cli_estop is None:
@@ -277,7 +271,6 @@ class TestbedBridgeNode(Node):
         ok, message = self.bridge.reset(now_s(self))
         if ok:
             self._estopped_for = None
-            self._also_logged.clear()
             if self.cli_reset is not None:
                 if self.cli_reset.service_is_ready():
                     self.cli_reset.call_async(Trigger.Request()).add_done_callback(

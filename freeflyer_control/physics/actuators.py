@@ -131,6 +131,17 @@ def world_wrench_to_local(ff: FreeFlyerModel, q: np.ndarray, wrench_world: np.nd
     return np.concatenate([Rt @ w[:3], Rt @ w[3:]])
 
 
+def local_wrench_to_world(ff: FreeFlyerModel, q: np.ndarray, wrench_local: np.ndarray) -> np.ndarray:
+    """Base wrench about the base_link origin: base_link axes -> world axes (nb,); the inverse
+    of :func:`world_wrench_to_local`."""
+    R = base_rotation(ff, q)
+    w = np.asarray(wrench_local, dtype=float)
+    if ff.base == "planar":
+        f = R[:2, :2] @ w[:2]
+        return np.array([f[0], f[1], w[2]])
+    return np.concatenate([R @ w[:3], R @ w[3:]])
+
+
 # ---------------------------------------------------------------------------------------------
 # Which modes can this robot fly?
 

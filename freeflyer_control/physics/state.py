@@ -50,6 +50,19 @@ def base_rotation(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
     return pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
 
 
+def rotation_from_xyzw(xyzw: Sequence[float]) -> np.ndarray:
+    """Rotation matrix (3x3) of a unit quaternion given in (x, y, z, w) order, as geometry_msgs
+    and Pinocchio's ``coeffs()`` store it (Pinocchio's constructor takes w first)."""
+    x, y, z, w = xyzw
+    return pin.Quaternion(w, x, y, z).toRotationMatrix()
+
+
+def xyzw_from_rotation(R: np.ndarray) -> np.ndarray:
+    """The unit quaternion (x, y, z, w) of rotation matrix ``R``, with w >= 0."""
+    q = pin.Quaternion(R).coeffs().copy()
+    return q if q[3] >= 0 else -q
+
+
 def base_position(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
     """Position of the base_link origin in world, m (3,); z = 0 for a planar base."""
     if ff.base == "planar":

@@ -27,6 +27,7 @@ from freeflyer_control.physics.state import (
     base_twist_world,
     joint_positions,
     make_state,
+    rotation_from_xyzw,
 )
 from freeflyer_control.sim.body_momentum import group_momenta
 
@@ -294,8 +295,8 @@ def summarize(result: SimResult, loop: ControlLoop, duration: float, wall: float
     h = s["momentum_total"]
     com = s["com"]
     quats = s["base_orientation_xyzw"]
-    R0 = pin.Quaternion(quats[0, 3], *quats[0, :3]).toRotationMatrix()
-    attitude = [np.linalg.norm(pin.log3(R0.T @ pin.Quaternion(qq[3], *qq[:3]).toRotationMatrix())) for qq in quats]
+    R0 = rotation_from_xyzw(quats[0])
+    attitude = [np.linalg.norm(pin.log3(R0.T @ rotation_from_xyzw(qq))) for qq in quats]
     task_space = loop.maneuver.task_space
     if task_space:
         err = np.linalg.norm((s["ee_positions"] - s["ee_targets"]).reshape(len(s["t"]), -1, 3), axis=2)
