@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +90,75 @@ def bare_planar_robot() -> FreeFlyerModel:
     from freeflyer_control.model import load_model
 
     return load_model(BARE_PLANAR_URDF, base="planar", end_effectors=["l1"])
+
+
+TWO_LINK_PLANAR_URDF = """<robot name="two_link">
+  <link name="base_link"><inertial><mass value="10"/>
+    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l1"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="ee_link"/>
+  <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0.4 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="ee_fixed" type="fixed"><parent link="l2"/><child link="ee_link"/>
+    <origin xyz="0.4 0 0"/></joint>
+</robot>"""
+
+
+@functools.cache
+def two_link_planar_robot() -> FreeFlyerModel:
+    """A planar 2-link free-flyer (end-effector ``ee_link`` at the tip): two joints, so its
+    floating-mode GJM (vx, vy, wz) is tall, 3 x 2. No wheels, no thrusters."""
+    from freeflyer_control.model import load_model
+
+    return load_model(TWO_LINK_PLANAR_URDF, base="planar", end_effectors=["ee_link"])
+
+
+@functools.cache
+def two_link_dynamic_singularity(q1: float = 0.3) -> tuple[float, float]:
+    """(q1, q2) rad where the 2-link arm's translational GJM block (vx, vy) is singular.
+
+    Found numerically: Brent's method on det J*_xy(q1, q2) over q2 in [-0.5, 0.5] (it changes
+    sign there), det from the closed form of analysis.singularity_map. Not q2 = 0: the
+    floating base recoils, so the singular elbow angle depends on the masses (q2 = 0.048 rad
+    at q1 = 0.3 rad).
+    """
+    from scipy.optimize import brentq
+
+    from freeflyer_control.analysis.singularity_map import singularity_sample
+
+    ff = two_link_planar_robot()
+
+    def det(q2: float) -> float:
+        return float(singularity_sample(ff, "ee_link", np.array([[q1, q2]])).det[0])
+
+    return q1, brentq(det, -0.5, 0.5, xtol=1e-15)
+
+
+@contextlib.contextmanager
+def log_records(name: str):
+    """The records logged to logger ``name`` inside the block, whatever logging configuration
+    an earlier test left behind (a handler on the logger itself, the logger enabled meanwhile)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger = logging.getLogger(name)
+    disabled, level = logger.disabled, logger.level
+    logger.disabled = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.disabled = disabled
+        logger.setLevel(level)
 
 
 # --- hardware in the loop ------------------------------------------------------------------------
