@@ -92,42 +92,56 @@ def bare_planar_robot() -> FreeFlyerModel:
     return load_model(BARE_PLANAR_URDF, base="planar", end_effectors=["l1"])
 
 
-TWO_LINK_PLANAR_URDF = """<robot name="two_link">
-  <link name="base_link"><inertial><mass value="10"/>
-    <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="l1"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
-    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="l2"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>
-    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="ee_link"/>
-  <joint name="j1" type="revolute"><parent link="base_link"/><child link="l1"/>
-    <origin xyz="0.3 0 0"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
-    <origin xyz="0.4 0 0"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-  <joint name="ee_fixed" type="fixed"><parent link="l2"/><child link="ee_link"/>
-    <origin xyz="0.4 0 0"/></joint>
+def urdf_2link() -> str:
+    """Planar base + 2-link arm.
+
+    base_link: 4 kg, 0.4 m square, CoM at its origin, I_zz = 4 (0.4^2 + 0.4^2) / 12 kg m^2.
+    joint1 at (0.2, 0, 0) in base_link; link1, link2: 0.5 m, 2 kg, CoM at mid-length on the
+    link axis, I_zz = 2 0.5^2 / 12 kg m^2; ee_link: a 10 g point at the tip of link2.
+    All joints revolute about z, limits +-3.14 rad.
+    """
+    def link(name: str, length: float, mass: float) -> str:
+        izz = mass * length**2 / 12
+        return (f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{mass}"/>'
+                f'<inertia ixx="0.0008" ixy="0" ixz="0" iyy="{izz}" iyz="0" izz="{izz}"/></inertial></link>')
+
+    def joint(name: str, parent: str, child: str, x: float) -> str:
+        return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+                f'<origin xyz="{x} 0 0"/><axis xyz="0 0 1"/>'
+                '<limit lower="-3.14" upper="3.14" effort="20" velocity="2"/></joint>')
+
+    izz_b = 4.0 * 2 * 0.4**2 / 12
+    return f"""<?xml version="1.0"?><robot name="planar_2link">
+<link name="base_link"><inertial><origin xyz="0 0 0"/><mass value="4"/>
+<inertia ixx="{izz_b / 2}" ixy="0" ixz="0" iyy="{izz_b / 2}" iyz="0" izz="{izz_b}"/></inertial></link>
+{link("link1", 0.5, 2.0)}{link("link2", 0.5, 2.0)}
+<link name="ee_link"><inertial><origin xyz="0 0 0"/><mass value="0.01"/>
+<inertia ixx="1e-7" ixy="0" ixz="0" iyy="1e-7" iyz="0" izz="1e-7"/></inertial></link>
+{joint("joint1", "base_link", "link1", 0.2)}{joint("joint2", "link1", "link2", 0.5)}
+<joint name="ee_joint" type="fixed"><parent link="link2"/><child link="ee_link"/><origin xyz="0.5 0 0"/></joint>
 </robot>"""
+
+
+TWO_LINK_PLANAR_URDF = urdf_2link()
 
 
 @functools.cache
 def two_link_planar_robot() -> FreeFlyerModel:
-    """A planar 2-link free-flyer (end-effector ``ee_link`` at the tip): two joints, so its
-    floating-mode GJM (vx, vy, wz) is tall, 3 x 2. No wheels, no thrusters."""
+    """The planar 2-link free-flyer of :func:`urdf_2link` (no wheels, no thrusters): two joints,
+    so its floating-mode GJM (vx, vy, wz) of ``ee_link`` is tall, 3 x 2."""
     from freeflyer_control.model import load_model
 
-    return load_model(TWO_LINK_PLANAR_URDF, base="planar", end_effectors=["ee_link"])
+    return load_model(TWO_LINK_PLANAR_URDF, base="planar", end_effectors=["ee_link"], name="planar_2link")
 
 
 @functools.cache
-def two_link_dynamic_singularity(q1: float = 0.3) -> tuple[float, float]:
+def two_link_dynamic_singularity(q1: float = 2.0) -> tuple[float, float]:
     """(q1, q2) rad where the 2-link arm's translational GJM block (vx, vy) is singular.
 
-    Found numerically: Brent's method on det J*_xy(q1, q2) over q2 in [-0.5, 0.5] (it changes
-    sign there), det from the closed form of analysis.singularity_map. Not q2 = 0: the
-    floating base recoils, so the singular elbow angle depends on the masses (q2 = 0.048 rad
-    at q1 = 0.3 rad).
+    Found numerically: Brent's method on det J*_xy(q1, q2) over q2 in [0, 1] (it changes sign
+    there), det from the closed form of analysis.singularity_map. Not the kinematic q2 = 0: the
+    floating base recoils, so the singular elbow angle depends on the masses and on q1 (q2 =
+    0.497 rad at q1 = 2 rad, where the whole 3 x 2 GJM keeps sigma_min 0.10, condition 7.3).
     """
     from scipy.optimize import brentq
 
@@ -138,7 +152,7 @@ def two_link_dynamic_singularity(q1: float = 0.3) -> tuple[float, float]:
     def det(q2: float) -> float:
         return float(singularity_sample(ff, "ee_link", np.array([[q1, q2]])).det[0])
 
-    return q1, brentq(det, -0.5, 0.5, xtol=1e-15)
+    return q1, brentq(det, 0.0, 1.0, xtol=1e-15)
 
 
 @contextlib.contextmanager

@@ -269,7 +269,7 @@ def test_gjm_json_reports_the_singular_translational_block_the_full_matrix_hides
     assert t["rows"] == ["vx", "vy"] and sing["rotational"]["rows"] == ["wz"]
     assert full["rows"] == ["vx", "vy", "wz"]
     # Brent's root of det J*_xy (xtol 1e-15 rad): sigma_min is round-off; the 3 x 2 whole keeps
-    # both singular values well above the 0.02 threshold (0.16 here), condition number < 10.
+    # both singular values above 5x the 0.02 threshold (0.104 here), condition number 7.3 < 10.
     assert t["sigma_min"] < 1e-12 and t["rank"] == 1
     assert t["condition_number"] is None or t["condition_number"] > 1e10  # null: infinite
     assert full["sigma_min"] > 0.1 and full["rank"] == 2 and full["condition_number"] < 10
@@ -291,7 +291,7 @@ def test_gjm_warns_on_stderr_in_one_line_naming_the_block_its_sigma_min_and_the_
 def test_gjm_sigma_warn_sets_the_threshold_and_zero_turns_the_warning_off(capsys, tmp_path):
     rc, out, err = two_link_gjm(capsys, tmp_path, "--sigma-warn", "0.5")
     assert rc == 0
-    # 0.5 is above the full matrix's sigma_min (0.16) too: both blocks named, in one line.
+    # 0.5 is above the full matrix's sigma_min (0.104) too: both blocks named, in one line.
     assert err.count("\n") == 1 and "translational block" in err and "full matrix (vx, vy, wz)" in err
     assert "< --sigma-warn 0.5" in err
     rc, out, err = two_link_gjm(capsys, tmp_path, "--sigma-warn", "0", "--json")
