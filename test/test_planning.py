@@ -11,7 +11,6 @@ differences the tolerances below allow for (they halve at 100 Hz: first order in
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 
 import numpy as np
@@ -49,7 +48,7 @@ from freeflyer_control.analysis.reorient import (
     plan_reorientation,
 )
 from freeflyer_control.cli import plan as plan_cli
-from freeflyer_control.model import load_model, load_robot
+from freeflyer_control.model import load_robot
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.singularity import block_measures

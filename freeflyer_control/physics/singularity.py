@@ -107,7 +107,7 @@ class BlockMeasures:
     Attributes:
         name: ``translational``, ``rotational`` or ``full``.
         rows: the twist rows of the block (``vx``..., ``wz``).
-        measures: its :class:`SingularityMeasures` (all zero, rank 0, for a block without rows).
+        measures: its :class:`SingularityMeasures` (sigma_min 0, rank 0 for a block without rows).
     """
 
     name: str
