@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +90,89 @@ def bare_planar_robot() -> FreeFlyerModel:
     from freeflyer_control.model import load_model
 
     return load_model(BARE_PLANAR_URDF, base="planar", end_effectors=["l1"])
+
+
+def urdf_2link() -> str:
+    """Planar base + 2-link arm.
+
+    base_link: 4 kg, 0.4 m square, CoM at its origin, I_zz = 4 (0.4^2 + 0.4^2) / 12 kg m^2.
+    joint1 at (0.2, 0, 0) in base_link; link1, link2: 0.5 m, 2 kg, CoM at mid-length on the
+    link axis, I_zz = 2 0.5^2 / 12 kg m^2; ee_link: a 10 g point at the tip of link2.
+    All joints revolute about z, limits +-3.14 rad.
+    """
+    def link(name: str, length: float, mass: float) -> str:
+        izz = mass * length**2 / 12
+        return (f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{mass}"/>'
+                f'<inertia ixx="0.0008" ixy="0" ixz="0" iyy="{izz}" iyz="0" izz="{izz}"/></inertial></link>')
+
+    def joint(name: str, parent: str, child: str, x: float) -> str:
+        return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+                f'<origin xyz="{x} 0 0"/><axis xyz="0 0 1"/>'
+                '<limit lower="-3.14" upper="3.14" effort="20" velocity="2"/></joint>')
+
+    izz_b = 4.0 * 2 * 0.4**2 / 12
+    return f"""<?xml version="1.0"?><robot name="planar_2link">
+<link name="base_link"><inertial><origin xyz="0 0 0"/><mass value="4"/>
+<inertia ixx="{izz_b / 2}" ixy="0" ixz="0" iyy="{izz_b / 2}" iyz="0" izz="{izz_b}"/></inertial></link>
+{link("link1", 0.5, 2.0)}{link("link2", 0.5, 2.0)}
+<link name="ee_link"><inertial><origin xyz="0 0 0"/><mass value="0.01"/>
+<inertia ixx="1e-7" ixy="0" ixz="0" iyy="1e-7" iyz="0" izz="1e-7"/></inertial></link>
+{joint("joint1", "base_link", "link1", 0.2)}{joint("joint2", "link1", "link2", 0.5)}
+<joint name="ee_joint" type="fixed"><parent link="link2"/><child link="ee_link"/><origin xyz="0.5 0 0"/></joint>
+</robot>"""
+
+
+TWO_LINK_PLANAR_URDF = urdf_2link()
+
+
+@functools.cache
+def two_link_planar_robot() -> FreeFlyerModel:
+    """The planar 2-link free-flyer of :func:`urdf_2link` (no wheels, no thrusters): two joints,
+    so its floating-mode GJM (vx, vy, wz) of ``ee_link`` is tall, 3 x 2."""
+    from freeflyer_control.model import load_model
+
+    return load_model(TWO_LINK_PLANAR_URDF, base="planar", end_effectors=["ee_link"], name="planar_2link")
+
+
+@functools.cache
+def two_link_dynamic_singularity(q1: float = 2.0) -> tuple[float, float]:
+    """(q1, q2) rad where the 2-link arm's translational GJM block (vx, vy) is singular.
+
+    Found numerically: Brent's method on det J*_xy(q1, q2) over q2 in [0, 1] (it changes sign
+    there), det from the closed form of analysis.singularity_map. Not the kinematic q2 = 0: the
+    floating base recoils, so the singular elbow angle depends on the masses and on q1 (q2 =
+    0.497 rad at q1 = 2 rad, where the whole 3 x 2 GJM keeps sigma_min 0.10, condition 7.3).
+    """
+    from scipy.optimize import brentq
+
+    from freeflyer_control.analysis.singularity_map import singularity_sample
+
+    ff = two_link_planar_robot()
+
+    def det(q2: float) -> float:
+        return float(singularity_sample(ff, "ee_link", np.array([[q1, q2]])).det[0])
+
+    return q1, brentq(det, 0.0, 1.0, xtol=1e-15)
+
+
+@contextlib.contextmanager
+def log_records(name: str):
+    """The records logged to logger ``name`` inside the block, whatever logging configuration
+    an earlier test left behind (a handler on the logger itself, the logger enabled meanwhile)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger = logging.getLogger(name)
+    disabled, level = logger.disabled, logger.level
+    logger.disabled = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.disabled = disabled
+        logger.setLevel(level)
 
 
 # --- hardware in the loop ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import TWO_LINK_PLANAR_URDF, two_link_dynamic_singularity
 from freeflyer_control.cli.main import main
 from freeflyer_control.model import load_model, load_robot
 from freeflyer_control.physics.gjm import generalized_jacobian
@@ -36,10 +37,16 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def gjm_json(capsys, *argv: str) -> dict:
+    """``freeflyer gjm ... --json``; stderr is empty, or one warning line when a block is near
+    a singularity (the stretched arm at q = 0 is)."""
     rc, out, err = run(capsys, "gjm", *argv, "--json")
     assert rc == 0, err
-    assert err == ""
-    return json.loads(out)
+    doc = json.loads(out)
+    if doc["near_singular"]:
+        assert err.startswith("freeflyer gjm: warning: ") and err.count("\n") == 1, err
+    else:
+        assert err == ""
+    return doc
 
 
 def library_gjm(ff, mode: str, frame: str, joint_positions: dict[str, float] | None = None):
@@ -238,7 +245,65 @@ def test_gjm_table_output_lists_rows_columns_and_singularity_measures(capsys):
     assert "ee_link" in lines[0] and "floating" in lines[0]
     assert lines[1].split() == ["joint1", "joint2", "joint3", "joint4"]
     assert [line.split()[0] for line in lines[2:5]] == ["vx", "vy", "wz"]
-    assert "sigma_min" in lines[5] and lines[5].endswith("rank 3")  # bent arm: full rank
+    assert lines[5].split() == ["block", "sigma_min", "manipulability", "condition", "rank"]
+    assert [line.split()[0] for line in lines[6:9]] == ["translational", "rotational", "full"]
+    assert lines[6].startswith("translational (vx vy)") and lines[6].endswith(" 2")
+    assert lines[8].startswith("full (vx vy wz)") and lines[8].endswith(" 3")  # bent arm: full rank
+    assert len(lines) == 9 and err == ""  # well away from a singularity: no warning
+
+
+def two_link_gjm(capsys, tmp_path, *extra: str) -> tuple[int, str, str]:
+    """``freeflyer gjm`` of the planar 2-link arm (a bare URDF) at its dynamic singularity."""
+    urdf = tmp_path / "two_link.urdf"
+    urdf.write_text(TWO_LINK_PLANAR_URDF)
+    q = json.dumps(list(two_link_dynamic_singularity()))
+    return run(capsys, "gjm", "--robot", str(urdf), "--base", "planar", "--ee", "ee_link", "--q", q, *extra)
+
+
+def test_gjm_json_reports_the_singular_translational_block_the_full_matrix_hides(capsys, tmp_path):
+    rc, out, err = two_link_gjm(capsys, tmp_path, "--json")
+    assert rc == 0, err
+    sing = json.loads(out)["singularity"]
+    assert set(sing) == {"translational", "rotational", "full"}
+    t, full = sing["translational"], sing["full"]
+    assert t["rows"] == ["vx", "vy"] and sing["rotational"]["rows"] == ["wz"]
+    assert full["rows"] == ["vx", "vy", "wz"]
+    # Brent's root of det J*_xy (xtol 1e-15 rad): sigma_min is round-off; the 3 x 2 whole keeps
+    # both singular values above 5x the 0.02 threshold (0.104 here), condition number 7.3 < 10.
+    assert t["sigma_min"] < 1e-12 and t["rank"] == 1
+    assert t["condition_number"] is None or t["condition_number"] > 1e10  # null: infinite
+    assert full["sigma_min"] > 0.1 and full["rank"] == 2 and full["condition_number"] < 10
+    assert set(sing["rotational"]) == set(t) == {"rows", "sigma_min", "manipulability", "condition_number", "rank"}
+    assert json.loads(out)["near_singular"] == ["translational"]
+
+
+def test_gjm_warns_on_stderr_in_one_line_naming_the_block_its_sigma_min_and_the_threshold(capsys, tmp_path):
+    rc, out, err = two_link_gjm(capsys, tmp_path)
+    assert rc == 0
+    assert re.fullmatch(
+        r"freeflyer gjm: warning: 'ee_link' is near a dynamic singularity: translational block \(vx, vy\) "
+        r"sigma_min (\S+) < --sigma-warn 0\.02 \(the full matrix, sigma_min 0\.1\d+, does not show it\)\n", err), err
+    assert float(re.search(r"sigma_min (\S+) <", err).group(1)) < 1e-12
+    table = {line.split()[0]: line for line in out.splitlines()[5:]}
+    assert table["translational"].endswith(" 1") and table["full"].endswith(" 2")  # ranks
+
+
+def test_gjm_sigma_warn_sets_the_threshold_and_zero_turns_the_warning_off(capsys, tmp_path):
+    rc, out, err = two_link_gjm(capsys, tmp_path, "--sigma-warn", "0.5")
+    assert rc == 0
+    # 0.5 is above the full matrix's sigma_min (0.104) too: both blocks named, in one line.
+    assert err.count("\n") == 1 and "translational block" in err and "full matrix (vx, vy, wz)" in err
+    assert "< --sigma-warn 0.5" in err
+    rc, out, err = two_link_gjm(capsys, tmp_path, "--sigma-warn", "0", "--json")
+    assert rc == 0 and err == "" and json.loads(out)["near_singular"] == []
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_gjm_sigma_warn_not_a_finite_non_negative_number_exits_2(capsys, value):
+    rc, out, err = run(capsys, "gjm", "--robot", "planar_4link", "--sigma-warn", value)
+    assert rc == 2 and out == ""
+    assert err == (f"freeflyer gjm: error: --sigma-warn must be a finite number >= 0 (m/rad on "
+                   f"translational rows), got {float(value):g}\n")
 
 
 def test_gjm_planar_4link_at_zero_angles_obeys_momentum_conservation(capsys):

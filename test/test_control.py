@@ -7,12 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import bare_planar_robot, robot
+from conftest import TWO_LINK_PLANAR_URDF, bare_planar_robot, log_records, robot
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import WILDE_PERIOD, Maneuver, make_maneuver
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.control.resolved_rate import ResolvedRateGains
+from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import make_state
@@ -174,6 +175,49 @@ def test_resolved_rate_reaches_an_end_effector_target(name):
     # 0.2 m move, min-jerk over 10 s, then 5 s of hold: within 1 mm at the end.
     assert s["final_tracking_error"] < 1e-3
     assert s["max_abs_angular_momentum"] < 1e-9
+
+
+# Arc length of each maneuver's end-effector reference (its orientation reference is constant).
+_REFERENCE_PATH_M = {"ee-point": 0.2, "ee-circle": 2 * np.pi * 0.1}
+
+
+@pytest.mark.parametrize("maneuver", ["ee-point", "ee-circle"])
+def test_two_link_arm_tracks_a_pose_task_in_the_least_squares_sense_with_one_warning(tmp_path, maneuver):
+    """3 task rows (vx, vy, wz), 2 joints: every end-effector maneuver used to raise "Singular
+    matrix". It now flies, starting stretched out (q = 0, the translational block singular)."""
+    urdf = tmp_path / "two_link.urdf"
+    urdf.write_text(TWO_LINK_PLANAR_URDF)
+    with log_records("freeflyer_control.control.resolved_rate") as records:
+        result = run_simulation(SimConfig(robot=str(urdf), base="planar", ee=["ee_link"], mode="floating",
+                                          maneuver=maneuver, controller="resolved_rate", rate=100.0,
+                                          log_rate=10.0))
+    assert [r.getMessage() for r in records] == [
+        "ee_link: 3 task rows (vx, vy, wz), 2 joints (joint1, joint2): wz cannot be controlled independently; "
+        "tracked in the least-squares sense (a position-only target is tracked without this compromise)"]
+    s, series, ff = result.summary, result.series, result.robot
+    # Bounded: with ideal rate tracking and uniform gain k, d|e|/dt <= |(I - P) r_dot| - k |P e|
+    # (P: projector on the range of J), so |e_pos| <= |e| <= the arc length of the reference.
+    # Observed 0.045 m (point) and 0.15 m (circle); the velocity servo's lag fits in the margin.
+    assert 0.0 < s["max_tracking_error"] < _REFERENCE_PATH_M[maneuver]
+    assert s["max_abs_angular_momentum"] < 1e-9
+    # Settled after the 5 s hold: the range part of the error decays as exp(-k t) (k = 1/s), so
+    # the joint rates are below exp(-5) of the ~0.1 rad/s they reach while moving.
+    assert np.abs(series["joint_velocities"][-1]).max() < 1e-3
+    if maneuver == "ee-point":
+        # A least-squares optimum, not a stall: the remaining error (position and heading) is
+        # orthogonal to every end-effector twist the joints can make, J^T e = 0 (to exp(-5)).
+        state = make_state(ff, base_position=series["base_position"][-1],
+                           base_orientation_xyzw=series["base_orientation_xyzw"][-1],
+                           joint_positions=series["joint_positions"][-1])
+        data = ff.create_data()
+        J = generalized_jacobian(ff, data, state, Mode.FLOATING, "ee_link").matrix
+        pin.framesForwardKinematics(ff.model, data, make_state(ff).q)
+        R_target = data.oMf[ff.frame_id("ee_link")].rotation.copy()  # the start heading, kept
+        pin.framesForwardKinematics(ff.model, data, state.q)
+        pose = data.oMf[ff.frame_id("ee_link")]
+        e = np.r_[(series["ee_targets"][-1] - pose.translation)[:2], pin.log3(R_target @ pose.rotation.T)[2]]
+        assert np.linalg.norm(e[:2]) > 0.01, "the heading and the position cannot both be held"
+        assert np.linalg.norm(J.T @ e) < 1e-2 * np.linalg.norm(J) * np.linalg.norm(e)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Nonholonomic planning (issue 6, second half): self-correcting, Lyapunov and PIW planning.
 
 The test robot is a planar base with a 2-link arm whose numbers are stated in ``urdf_2link``
-(its URDF is written here); it is light enough next to its arm that joint loops turn the base
+(test/conftest.py, shared with the singularity tests); it is light enough next to its arm that joint loops turn the base
 visibly (|g| up to ~0.5 rad/rad^2). Every plan is executed on the full-dynamics plant
 (physics.plant.Plant) by the computed-torque ControlLoop in floating mode, at a coarse 50 Hz to
 keep the file fast; that rate's zero-order hold is the main source of the plant-vs-plan
@@ -11,13 +11,14 @@ differences the tolerances below allow for (they halve at 100 Hz: first order in
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 
 import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from conftest import two_link_planar_robot as two_link
+from conftest import urdf_2link
 from freeflyer_control.analysis.lyapunov import (
     LyapunovGains,
     execute_lyapunov,
@@ -47,48 +48,14 @@ from freeflyer_control.analysis.reorient import (
     plan_reorientation,
 )
 from freeflyer_control.cli import plan as plan_cli
-from freeflyer_control.model import load_model, load_robot
+from freeflyer_control.model import load_robot
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.singularity import block_measures
 from freeflyer_control.physics.state import State, base_yaw, make_state
 
 EE = "ee_link"
 FAST = ExecutionSettings(rate=50.0)  # 50 Hz control, one RK4 plant step per period
-
-
-def urdf_2link() -> str:
-    """Planar base + 2-link arm.
-
-    base_link: 4 kg, 0.4 m square, CoM at its origin, I_zz = 4 (0.4^2 + 0.4^2) / 12 kg m^2.
-    joint1 at (0.2, 0, 0) in base_link; link1, link2: 0.5 m, 2 kg, CoM at mid-length on the
-    link axis, I_zz = 2 0.5^2 / 12 kg m^2; ee_link: a 10 g point at the tip of link2.
-    All joints revolute about z, limits +-3.14 rad.
-    """
-    def link(name: str, length: float, mass: float) -> str:
-        izz = mass * length**2 / 12
-        return (f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{mass}"/>'
-                f'<inertia ixx="0.0008" ixy="0" ixz="0" iyy="{izz}" iyz="0" izz="{izz}"/></inertial></link>')
-
-    def joint(name: str, parent: str, child: str, x: float) -> str:
-        return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
-                f'<origin xyz="{x} 0 0"/><axis xyz="0 0 1"/>'
-                '<limit lower="-3.14" upper="3.14" effort="20" velocity="2"/></joint>')
-
-    izz_b = 4.0 * 2 * 0.4**2 / 12
-    return f"""<?xml version="1.0"?><robot name="planar_2link">
-<link name="base_link"><inertial><origin xyz="0 0 0"/><mass value="4"/>
-<inertia ixx="{izz_b / 2}" ixy="0" ixz="0" iyy="{izz_b / 2}" iyz="0" izz="{izz_b}"/></inertial></link>
-{link("link1", 0.5, 2.0)}{link("link2", 0.5, 2.0)}
-<link name="ee_link"><inertial><origin xyz="0 0 0"/><mass value="0.01"/>
-<inertia ixx="1e-7" ixy="0" ixz="0" iyy="1e-7" iyz="0" izz="1e-7"/></inertial></link>
-{joint("joint1", "base_link", "link1", 0.2)}{joint("joint2", "link1", "link2", 0.5)}
-<joint name="ee_joint" type="fixed"><parent link="link2"/><child link="ee_link"/><origin xyz="0.5 0 0"/></joint>
-</robot>"""
-
-
-@functools.lru_cache(maxsize=None)
-def two_link():
-    return load_model(urdf_2link(), base="planar", end_effectors=[EE], name="planar_2link")
 
 
 def at(ff, arm, theta=0.0) -> State:
@@ -201,6 +168,13 @@ def test_straight_line_stalls_at_a_dynamic_singularity_while_the_piw_plan_arrive
     # On the plant, resolved rate (damped least squares) along the line gets stuck there.
     straight = straight_line_resolved_rate(ff, state, D, move_time=10.0, hold_time=5.0, rate=50.0)
     assert straight.sigma_min.min() < 1e-3  # measured 1.7e-4 m/rad: at the singularity
+    # Its damping followed the translational block (the line is a position-only task), not the
+    # whole 3 x 2 GJM, whose wz row keeps it well conditioned through the singularity.
+    G = generalized_jacobian(ff, ff.create_data(), state, "floating", EE)
+    blocks = block_measures(G.matrix, G.row_names)
+    assert straight.sigma_min[0] == pytest.approx(blocks["translational"].measures.sigma_min, rel=1e-9)
+    # (and the two differ at A, so the check tells them apart)
+    assert blocks["full"].measures.sigma_min != pytest.approx(straight.sigma_min[0], rel=1e-3)
     assert straight.ee_error > 0.02         # measured 28 mm short of D, 5 s after the end
 
     plan = plan_piw(ff, state, D, THETA_D, radii=radii)

@@ -2,20 +2,35 @@
 
     qdot_d = J*^+ (xdot_d + K (x_d - x) - drift)
 
-J* holds the arm-joint columns of the mode's GJM; the commanded base velocities (measured) and
-the momentum drift are moved to the right-hand side, so the arm corrects for how the base is
-moving. The pseudo-inverse is damped least squares, J^T (J J^T + lambda^2 I)^-1, with a damping
-that rises as the smallest singular value sigma of J* falls below sigma_0:
+J* holds the arm-joint columns of the mode's GJM, restricted to the task rows actually commanded
+(a position-only target uses the translational rows, vx vy (vz); a target with an orientation
+all of them); the commanded base velocities (measured) and the momentum drift are moved to the
+right-hand side, so the arm corrects for how the base is moving.
+
+The pseudo-inverse is damped least squares through the thin SVD J* = U diag(s) V^T (k = min(m, n)
+singular values):
+
+    qdot = V diag(s_i / (s_i^2 + lambda^2)) U^T rhs
+
+which is J^T (J J^T + lambda^2 I)^-1 rhs for a wide or square J* and (J^T J + lambda^2 I)^-1 J^T
+rhs for a tall one (fewer joints than task rows: a planar 2-link arm asked for vx, vy, wz), where
+J J^T is singular whatever the configuration. The damping rises as the smallest of the k singular
+values, sigma, falls below sigma_0:
 
     lambda^2 = lambda_max^2 (1 - (sigma / sigma_0)^2)   for sigma < sigma_0, else 0
 
-(Nakamura & Hanafusa; Maciejewski & Klein). Near a *dynamic* singularity of a free-floating
-robot the commanded joint rates therefore stay bounded, and the measure that triggered the
-damping is reported. Joint-rate limits scale the whole vector (keeping its direction).
+(Nakamura & Hanafusa; Maciejewski & Klein). sigma is that of the commanded rows, so a singular
+translational block damps a position-only task even where the full matrix looks healthy. Near a
+*dynamic* singularity of a free-floating robot the commanded joint rates therefore stay bounded,
+and the measure that triggered the damping is reported. A tall J* cannot follow every task
+direction: the task is then tracked in the least-squares sense (the part of the command in the
+left null space of J* is dropped) and one warning per controller and task layout names the
+directions given up. Joint-rate limits scale the whole vector (keeping its direction).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -24,10 +39,12 @@ import pinocchio as pin
 
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.gjm import actuated_velocities, generalized_jacobian
+from freeflyer_control.physics.gjm import PLANAR_ROWS, SPATIAL_ROWS, actuated_velocities, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.singularity import singularity_measures
+from freeflyer_control.physics.singularity import SIGMA_NEAR, measures_from_singular_values, thin_svd
 from freeflyer_control.physics.state import State, rotation_from_xyzw
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,7 @@ class ResolvedRateGains:
 
     k_position: float = 1.0
     k_orientation: float = 1.0
-    sigma_0: float = 0.02
+    sigma_0: float = SIGMA_NEAR
     lambda_max: float = 0.05
     max_joint_rate: float | Sequence[float] = 0.5
 
@@ -59,11 +76,13 @@ class ResolvedRateGains:
 class ResolvedRateResult:
     """Attributes:
     joint_rates: commanded arm joint rates, rad/s, ``ff.arm_joint_names`` order.
-    sigma_min: smallest singular value of the task GJM (the singularity measure).
-    manipulability, condition_number: the other measures of that GJM.
+    sigma_min: smallest of the min(m, n) singular values of the commanded task rows of the GJM
+        (the singularity measure the damping follows).
+    manipulability, condition_number: the other measures of those rows.
     damping: lambda^2 used (0 away from singularities).
     limited: True when the joint-rate limit scaled the command down.
     task_error: stacked task error (position m, then orientation rad), world axes.
+    task_rows: (frame, row) of each commanded task row, e.g. ("ee_link", "vx"), in stacking order.
     """
 
     joint_rates: np.ndarray
@@ -73,6 +92,35 @@ class ResolvedRateResult:
     damping: float
     limited: bool
     task_error: np.ndarray = field(repr=False)
+    task_rows: tuple[tuple[str, str], ...] = ()
+
+
+def damping(sigma_min: float, gains: ResolvedRateGains) -> float:
+    """lambda^2 for the smallest singular value ``sigma_min`` of the task rows (module docstring)."""
+    if sigma_min >= gains.sigma_0:
+        return 0.0
+    return gains.lambda_max**2 * (1.0 - (sigma_min / gains.sigma_0) ** 2)
+
+
+def damped_least_squares(
+    svd: tuple[np.ndarray, np.ndarray, np.ndarray], rhs: np.ndarray, lam2: float, tol: float = 1e-9
+) -> np.ndarray:
+    """x = V diag(s / (s^2 + lambda^2)) U^T rhs from the thin SVD (U, s, Vt) of J, any shape.
+
+    Equals J^T (J J^T + lambda^2 I)^-1 rhs (wide or square J) and (J^T J + lambda^2 I)^-1 J^T rhs
+    (tall J); with lambda^2 = 0 it is the Moore-Penrose pseudo-inverse, singular values below
+    ``tol * sigma_max`` counting as zero (the minimum-norm least-squares solution).
+    Units: x in the columns' units (rad/s) for rhs in the rows' (m/s, rad/s).
+    """
+    U, s, Vt = svd
+    if s.size == 0:
+        return np.zeros(Vt.shape[1])
+    if lam2 > 0.0:
+        gain = s / (s * s + lam2)
+    else:
+        keep = s > tol * s[0]
+        gain = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
+    return Vt.T @ (gain * (U.T @ rhs))
 
 
 class ResolvedRate:
@@ -85,10 +133,14 @@ class ResolvedRate:
         self.rate_limit = np.broadcast_to(
             np.asarray(gains.max_joint_rate, dtype=float), (len(model.arm_joint_names),)
         )
+        self._row_names = np.array(PLANAR_ROWS if model.base == "planar" else SPATIAL_ROWS)
+        self.warnings: list[str] = []  # each emitted once (logged as a warning too)
+        self._warned: set[tuple] = set()
 
     def joint_rates(self, state: State, mode: Mode, targets: Sequence[TaskReference]) -> ResolvedRateResult:
-        ff, g = self.model, self.gains
-        rows_J, rows_rhs, errors = [], [], []
+        """Arm joint rates (rad/s) that track ``targets`` (world axes) from ``state`` in ``mode``."""
+        ff = self.model
+        rows_J, rows_rhs, errors, rows = [], [], [], []
         u = actuated_velocities(ff, state, mode)
         n_arm = len(ff.arm_joint_names)
         for target in targets:
@@ -100,19 +152,30 @@ class ResolvedRate:
             rows_J.append(J[use])
             rows_rhs.append((ff_twist + gain * err)[use] - drift[use])
             errors.append(err[use])
+            rows.extend((target.frame, r) for r in self._row_names[use].tolist())
         J = np.vstack(rows_J)
         rhs = np.concatenate(rows_rhs)
-        m = singularity_measures(J)
-        lam2 = 0.0
-        if m.sigma_min < g.sigma_0:
-            lam2 = g.lambda_max**2 * (1.0 - (m.sigma_min / g.sigma_0) ** 2)
-        qdot = J.T @ np.linalg.solve(J @ J.T + lam2 * np.eye(J.shape[0]), rhs)
+        if J.shape[0] > J.shape[1]:
+            self._warn_uncontrollable(tuple(rows))
+        svd = thin_svd(J)
+        m = measures_from_singular_values(svd[1])
+        lam2 = damping(m.sigma_min, self.gains)
+        qdot = damped_least_squares(svd, rhs, lam2)
         ratio = np.max(np.abs(qdot) / self.rate_limit) if qdot.size else 0.0
         limited = bool(ratio > 1.0)
         if limited:
             qdot = qdot / ratio
         return ResolvedRateResult(qdot, m.sigma_min, m.manipulability, m.condition_number,
-                                  lam2, limited, np.concatenate(errors))
+                                  lam2, limited, np.concatenate(errors), tuple(rows))
+
+    def _warn_uncontrollable(self, rows: tuple[tuple[str, str], ...]) -> None:
+        """Once per task layout: more task rows than arm joints, which directions are given up."""
+        if rows in self._warned:
+            return
+        self._warned.add(rows)
+        message = uncontrollable_message(rows, self.model.arm_joint_names)
+        self.warnings.append(message)
+        log.warning(message)
 
     def _task(self, target: TaskReference) -> tuple[np.ndarray, ...]:
         """(error, gains, feed-forward twist, which rows to use) in the GJM's row layout."""
@@ -136,3 +199,27 @@ class ResolvedRate:
             keep = np.array([0, 1, 5])
             return err[keep], gain[keep], twist[keep], use[keep]
         return err, gain, twist, use
+
+
+def uncontrollable_message(rows: Sequence[tuple[str, str]], joints: Sequence[str]) -> str:
+    """The one-line warning for a task of ``rows`` (frame, row) on fewer ``joints`` than rows.
+
+    m rows, n < m joints: m - n task directions cannot be set independently of the others. Which
+    ones is a choice; orientation rows are named first (a position is what a task usually
+    needs), and when fewer are lost than candidates the count is given ("1 of wx, wy, wz").
+    """
+    frames = list(dict.fromkeys(f for f, _ in rows))
+    single = len(frames) == 1
+    label = (lambda f, r: r) if single else (lambda f, r: f"{f} {r}")
+    lost = len(rows) - len(joints)
+    rotational = [fr for fr in rows if fr[1].startswith("w")]
+    candidates = rotational if lost <= len(rotational) else list(rows)
+    names = ", ".join(label(f, r) for f, r in candidates)
+    what = names if lost == len(candidates) else f"{lost} of {names}"
+    text = (f"{' + '.join(frames)}: {len(rows)} task rows ({', '.join(label(f, r) for f, r in rows)}), "
+            f"{len(joints)} joints ({', '.join(joints)}): {what} cannot be controlled independently; "
+            "tracked in the least-squares sense")
+    translational = len(rows) - len(rotational)
+    if rotational and translational <= len(joints):
+        text += " (a position-only target is tracked without this compromise)"
+    return text

@@ -7,13 +7,22 @@ F it publishes at ``rate``:
   /gjm/F/columns     std_msgs/String (transient local)  the column order: comma-separated arm
                      joint names, then the mode's commanded base velocities
   /gjm/F/singularity std_msgs/Float64MultiArray  [sigma_min, manipulability, condition number]
+                     of the whole matrix (unchanged layout)
+  /gjm/F/singularity/blocks  std_msgs/Float64MultiArray  3 x 4, row-major: rows translational,
+                     rotational, full (dim label "translational,rotational,full"), columns
+                     sigma_min, manipulability, condition_number, rank. The whole matrix can
+                     look healthy while its translational block is singular (physics.singularity)
 and /freeflyer/markers (visualization_msgs/MarkerArray): the system CoM, the linear and angular
-momentum at the CoM, and the end-effector frames' positions, for rviz.
+momentum at the CoM, and the end-effector frames' positions, for rviz; /diagnostics
+(``freeflyer: gjm``): WARN naming each frame and block whose sigma_min is below ``sigma_warn``
+(logged once each time a frame comes near a singularity), every block's measures, refused
+messages.
 """
 
 from __future__ import annotations
 
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -28,12 +37,14 @@ from freeflyer_control.nodes.common import (
     STATE_SUB_QOS,
     Param,
     declare,
+    diagnostics,
     multiarray,
     robot_from_parameters,
     spin_node,
     vector_msg,
 )
 from freeflyer_control.physics.momentum import centroidal_momentum
+from freeflyer_control.physics.singularity import SIGMA_NEAR
 from freeflyer_control.ros.conversions import (
     ErrorCounter,
     JointStateReader,
@@ -48,6 +59,10 @@ PARAMS = ROBOT_PARAMS + (
     Param("rate", 50.0, "publication rate, Hz", range=(0.1, 1000.0), read_only=True),
     Param("momentum_arrow_scale", 5.0, "rviz arrow length per unit momentum, m/(kg m/s)",
           range=(0.0, 1000.0)),
+    Param("sigma_warn", SIGMA_NEAR, "a GJM block (translational, rotational, full) with a smaller "
+          "sigma_min is reported on /diagnostics, m/rad on translational rows", range=(0.0, 10.0),
+          read_only=True),
+    Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
 )
 
 
@@ -56,7 +71,7 @@ class GjmNode(Node):
         super().__init__("gjm_node")
         p = declare(self, PARAMS)
         self.ff = robot_from_parameters(p)
-        self.server = GjmServer(self.ff, tuple(f for f in p["frames"] if f))
+        self.server = GjmServer(self.ff, tuple(f for f in p["frames"] if f), sigma_warn=p["sigma_warn"])
         self.reader = JointStateReader(self.ff.joint_names)
         self.errors = ErrorCounter()
         self.joints = self.base = None
@@ -65,12 +80,17 @@ class GjmNode(Node):
         self.pub_cols = {f: self.create_publisher(String, f"gjm/{f}/columns", LATCHED_QOS) for f in self.server.frames}
         self.pub_sing = {f: self.create_publisher(Float64MultiArray, f"gjm/{f}/singularity", STATE_PUB_QOS)
                          for f in self.server.frames}
+        self.pub_blocks = {f: self.create_publisher(Float64MultiArray, f"gjm/{f}/singularity/blocks", STATE_PUB_QOS)
+                           for f in self.server.frames}
         self.pub_markers = self.create_publisher(MarkerArray, "freeflyer/markers", STATE_PUB_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.columns: dict[str, str] = {}
+        self.outputs: dict = {}
         self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
         self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
         self.create_subscription(String, "mode", self._on_mode, LATCHED_QOS)
         self.create_timer(1.0 / p["rate"], self._publish)
+        self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
 
     def _on_joints(self, msg: JointState) -> None:
         try:
@@ -94,16 +114,25 @@ class GjmNode(Node):
         if self.joints is None or self.base is None:
             return
         state = state_from_readings(self.ff, self.joints, self.base)
-        for frame, out in self.server.compute(state).items():
+        self.outputs = self.server.compute(state)
+        for frame, out in self.outputs.items():
             self.pub[frame].publish(multiarray(out.array))
             m = out.measures
             self.pub_sing[frame].publish(vector_msg([m.sigma_min, m.manipulability, m.condition_number],
                                                     "sigma_min,manipulability,condition_number"))
+            self.pub_blocks[frame].publish(multiarray(out.blocks_array))
             cols = ",".join(out.gjm.column_names)
             if self.columns.get(frame) != cols:
                 self.columns[frame] = cols
                 self.pub_cols[frame].publish(String(data=cols))
         self.pub_markers.publish(self._markers(state))
+
+    def _diagnose(self) -> None:
+        status = self.server.singularity_status(self.outputs)
+        if status.announce:
+            self.get_logger().warning(status.message)
+        values = {**status.values, "refused_messages": self.errors.total, "last_refusal": self.errors.last}
+        self.pub_diag.publish(diagnostics(self, "freeflyer: gjm", status.level, status.message, values))
 
     def _markers(self, state) -> MarkerArray:
         h = centroidal_momentum(self.ff, self.data, state)

@@ -4,36 +4,63 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.gjm import GJM, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.singularity import SingularityMeasures, singularity_measures
+from freeflyer_control.physics.singularity import (
+    BLOCKS,
+    SIGMA_NEAR,
+    BlockMeasures,
+    SingularityMeasures,
+    block_measures,
+    near_singular,
+    singularity_warning,
+)
 from freeflyer_control.physics.state import State
 from freeflyer_control.ros.conversions import MultiArrayFields, matrix_to_multiarray
+
+# Layout of /gjm/<frame>/singularity/blocks: one row per block, one column per measure.
+BLOCK_MEASURES = ("sigma_min", "manipulability", "condition_number", "rank")
 
 
 @dataclass(frozen=True)
 class GjmOutput:
-    """For one frame: the GJM, its message layout and its singularity measures."""
+    """For one frame: the GJM, its message layout and its singularity measures.
+
+    Attributes:
+        measures: of the whole matrix (the /gjm/<frame>/singularity message, unchanged).
+        blocks: translational, rotational and full (physics.singularity.block_measures).
+        blocks_array: ``blocks`` as a 3 x 4 message layout (rows BLOCKS, columns BLOCK_MEASURES).
+    """
 
     gjm: GJM
     array: MultiArrayFields
     measures: SingularityMeasures
+    blocks: dict[str, BlockMeasures]
+    blocks_array: MultiArrayFields
 
 
 class GjmServer:
     """Args:
     ff: the robot.
     frames: frames to publish the GJM of (default: the end-effectors).
+    sigma_warn: a block whose sigma_min falls below it is reported on /diagnostics (WARN);
+        m/rad on translational rows (default: where resolved rate starts damping).
     """
 
-    def __init__(self, ff: FreeFlyerModel, frames: tuple[str, ...] = ()):
+    def __init__(self, ff: FreeFlyerModel, frames: tuple[str, ...] = (), sigma_warn: float = SIGMA_NEAR):
         self.ff = ff
         self.frames = tuple(frames) or tuple(ff.end_effectors)
         for frame in self.frames:
             ff.frame_id(frame)  # unknown frames fail at start, listing the links
+        if not (np.isfinite(sigma_warn) and sigma_warn >= 0):
+            raise ValueError(f"sigma_warn must be a finite number >= 0 (m/rad), got {sigma_warn}")
+        self.sigma_warn = float(sigma_warn)
         self.data = ff.create_data()
         self.mode = Mode.FLOATING
+        self._near: set[str] = set()
 
     def set_mode(self, name: str) -> None:
         self.mode = Mode.parse(name)
@@ -42,6 +69,49 @@ class GjmServer:
         out = {}
         for frame in self.frames:
             G = generalized_jacobian(self.ff, self.data, state, self.mode, frame)
-            out[frame] = GjmOutput(G, matrix_to_multiarray(G.matrix, "twist", "actuated"),
-                                   singularity_measures(G.matrix))
+            blocks = block_measures(G.matrix, G.row_names)
+            table = np.array([[getattr(blocks[b].measures, m) for m in BLOCK_MEASURES] for b in BLOCKS], dtype=float)
+            out[frame] = GjmOutput(G, matrix_to_multiarray(G.matrix, "twist", "actuated"), blocks["full"].measures,
+                                   blocks, matrix_to_multiarray(table, ",".join(BLOCKS), ",".join(BLOCK_MEASURES)))
         return out
+
+    def singularity_status(self, outputs: dict[str, GjmOutput]) -> "GjmStatus":
+        """The /diagnostics status of the latest ``outputs`` (empty: no state seen yet).
+
+        WARN names every frame with a block below ``sigma_warn``; the values hold each frame's
+        block measures (``<frame> <block> sigma_min`` ...). ``announce`` is True when a frame
+        has come near a singularity since the previous call (log it then, not every time).
+        """
+        values: dict[str, str] = {"sigma_warn": f"{self.sigma_warn:g}", "mode": self.mode.value}
+        if not outputs:
+            return GjmStatus("warn", "waiting for /joint_states and /base/odom", values, False)
+        warnings, near = [], set()
+        for frame, out in outputs.items():
+            for name, b in out.blocks.items():
+                m = b.measures
+                values[f"{frame} {name} sigma_min"] = f"{m.sigma_min:.4g}"
+                values[f"{frame} {name} condition_number"] = f"{m.condition_number:.4g}"
+                values[f"{frame} {name} rank"] = str(m.rank)
+            values[f"{frame} near_singular"] = ",".join(b.name for b in near_singular(out.blocks, self.sigma_warn))
+            line = singularity_warning(frame, out.blocks, self.sigma_warn, "sigma_warn")
+            if line:
+                warnings.append(line)
+                near.add(frame)
+        announce = bool(near - self._near)
+        self._near = near
+        if warnings:
+            return GjmStatus("warn", " | ".join(warnings), values, announce)
+        return GjmStatus("ok", f"no block below sigma_warn {self.sigma_warn:g}", values, False)
+
+
+@dataclass(frozen=True)
+class GjmStatus:
+    """Attributes:
+    level: ``ok`` or ``warn``; message: one line; values: key -> value for /diagnostics;
+    announce: a frame came near a singularity since the previous status (log the message).
+    """
+
+    level: str
+    message: str
+    values: dict[str, str]
+    announce: bool

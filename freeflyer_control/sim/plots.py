@@ -16,7 +16,8 @@ file                   what it shows
                        the flat line it is
 ``ee_tracking.png``    task-space maneuvers: end-effector path vs target in the plane the
                        target moves in most, and the position error over time, mm
-``singularity.png``    task-space maneuvers (when recorded): sigma_min of the task GJM over time
+``singularity.png``    task-space maneuvers (when recorded): sigma_min of the commanded task rows
+                       of the GJM over time, with the threshold where resolved rate damps
 =====================  =====================================================================
 
 Mode switches are vertical lines (dashed: accepted, labelled with the new mode; dotted: refused)
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from freeflyer_control.control.resolved_rate import ResolvedRateGains
 from freeflyer_control.physics.modes import Mode
 
 DPI = 110
@@ -346,14 +348,18 @@ def _plot_ee_tracking(result, out: Path, plt, switches) -> Path:
 def _plot_singularity(result, out: Path, plt, switches) -> Path:
     t = _time(result)
     sigma = np.asarray(result.series["sigma_min"], dtype=float).reshape(-1)
+    sigma_0 = ResolvedRateGains().sigma_0  # the gains freeflyer sim runs with
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    ax.plot(t, sigma, color="C3", lw=1.6, label="\u03c3_min of the task GJM")
+    # The rows the controller commands: a position-only target's translational block, else all
+    # of them; the damping follows exactly this measure (control/resolved_rate.py).
+    ax.plot(t, sigma, color="C3", lw=1.6, label="\u03c3_min of the commanded task rows of the GJM")
+    ax.axhline(sigma_0, color="0.4", ls="--", lw=1.0, label=f"damping starts below \u03c3_0 = {sigma_0:g}")
     k = int(np.nanargmin(sigma))
     ax.plot(t[k], sigma[k], "v", color="C3")
     _text_box(ax, f"min \u03c3_min = {sigma[k]:.4g} at t = {t[k]:.3g} s", loc="upper right")
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("\u03c3_min (task GJM; m/rad on position rows)")
+    ax.set_ylabel("\u03c3_min (task rows; m/rad on position rows)")
     ax.set_title(_title(result, "Distance to dynamic singularity"), fontsize=10)
     _mark_switches([ax], switches)
     _legend(ax)
