@@ -10,7 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, parse_joint_positions, robot_from_args
+from freeflyer_control.cli.common import (
+    add_robot_arguments,
+    check_joint_limits,
+    frame_from_args,
+    parse_joint_positions,
+    robot_from_args,
+)
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import singularity_measures
@@ -24,7 +30,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--frame", help="frame (link) name; default: the first end-effector")
     p.add_argument("--q", metavar="JSON", help='joint angles, rad: [0.1, 0.2, ...] or {"joint1": 0.1}')
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, validate=validate)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """``--q``: valid JSON angles for this robot; outside the URDF limits only warned about
+    (a Jacobian may be queried anywhere, e.g. to study a singular configuration)."""
+    if args.q:
+        ff = robot_from_args(args)
+        positions = parse_joint_positions(ff, args.q, "--q")
+        check_joint_limits(ff, positions, "--q", refuse=False, command="gjm")
 
 
 def run(args: argparse.Namespace) -> int:
