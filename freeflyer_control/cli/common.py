@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +31,40 @@ def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
 
 def robot_from_args(args: argparse.Namespace) -> FreeFlyerModel:
     return load_robot(args.robot, base=args.base, end_effectors=args.ee)
+
+
+def validation_robot(args: argparse.Namespace) -> FreeFlyerModel:
+    """The robot of ``args`` for checking options against (read-only: callers must not change
+    it). Loads are cached by source and file time, so validating many argument sets (the CLI
+    fuzz test) does not re-read the same URDF each time; a run loads its own copy."""
+    ee = tuple(args.ee) if args.ee is not None else None
+    return _cached_robot(args.robot, args.base, ee, _file_stamp(args.robot))
+
+
+def validation_testbed(source: str):
+    """The testbed config ``source`` (read-only), cached like :func:`validation_robot`."""
+    return _cached_testbed(source, _file_stamp(source))
+
+
+def _file_stamp(source: str) -> int | None:
+    """Modification time of ``source`` if it names a file (a changed file is read again)."""
+    path = Path(source)
+    try:
+        return path.stat().st_mtime_ns if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_robot(robot: str, base: str | None, ee: tuple[str, ...] | None, stamp: int | None):
+    return load_robot(robot, base=base, end_effectors=ee)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_testbed(source: str, stamp: int | None):
+    from freeflyer_control.hil.config import load_testbed_config
+
+    return load_testbed_config(source)
 
 
 def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:

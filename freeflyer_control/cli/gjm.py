@@ -16,6 +16,7 @@ from freeflyer_control.cli.common import (
     frame_from_args,
     parse_joint_positions,
     robot_from_args,
+    validation_robot,
 )
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
@@ -37,7 +38,7 @@ def validate(args: argparse.Namespace) -> None:
     """``--q``: valid JSON angles for this robot; outside the URDF limits only warned about
     (a Jacobian may be queried anywhere, e.g. to study a singular configuration)."""
     if args.q:
-        ff = robot_from_args(args)
+        ff = validation_robot(args)
         positions = parse_joint_positions(ff, args.q, "--q")
         check_joint_limits(ff, positions, "--q", refuse=False, command="gjm")
 

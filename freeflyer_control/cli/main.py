@@ -16,7 +16,7 @@ from typing import Sequence
 
 from freeflyer_control import __version__
 from freeflyer_control.cli import check, gjm, plan, sim, testbed, workspace
-from freeflyer_control.cli.options import OneLineParser
+from freeflyer_control.cli.options import Number, OneLineParser, Whole
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, workspace, plan, testbed)
@@ -51,7 +51,12 @@ def parse(argv: Sequence[str] | None = None,
     Raises:
         SystemExit(2): after one line on stderr naming the option as typed and the fix.
     """
-    args = (parser or build_parser()).parse_args(argv)
+    parser = parser or build_parser()
+    args = parser.parse_args(argv)
+    leaf = _leaf_parser(parser, args)
+    for action in leaf._actions:  # argparse skips type= for "--opt=--" (Python 3.11: a [])
+        if isinstance(action.type, (Number, Whole)) and not _typed(action, getattr(args, action.dest, None)):
+            leaf.error(f"argument {'/'.join(action.option_strings)}: give {action.type.describe()}")
     validate = getattr(args, "validate", None)
     if validate is not None:
         try:
@@ -60,6 +65,25 @@ def parse(argv: Sequence[str] | None = None,
             print(f"{_prog(args)}: error: {_one_line(exc)}", file=sys.stderr)
             raise SystemExit(2) from None
     return args
+
+
+def _leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``args`` came from (``plan reorient``: two levels down)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or getattr(args, subs[0].dest, None) is None:
+            return parser
+        parser = subs[0].choices[getattr(args, subs[0].dest)]
+
+
+def _typed(action: argparse.Action, value: object) -> bool:
+    """A parsed number or unset; for an append option, a list of numbers."""
+    def number(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if isinstance(action, argparse._AppendAction):
+        return isinstance(value, list) and all(number(v) for v in value)
+    return value is None or number(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,8 +24,10 @@ from freeflyer_control.cli.common import (
     check_joint_limits,
     parse_joint_positions,
     robot_from_args,
+    validation_robot,
 )
 from freeflyer_control.cli.options import ANGLE, Number, UsageError, Whole
+from freeflyer_control.sim.limits import MIN_RATE_HZ
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.state import State, make_state
 
@@ -83,7 +85,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 # What the options accept (argparse refuses anything else, naming the option). The plans are
 # executed on the plant tick by tick, so the rate and the times bound the run's length.
-PLAN_RATE = Number(0.0, 1e4, lo_open=True, unit="Hz")
+PLAN_RATE = Number(MIN_RATE_HZ, 1e4, unit="Hz")
 POSITIVE = Number(0.0, lo_open=True)
 SIDE = Number(0.0, 3.2, lo_open=True, unit="rad")  # a square loop wider than a half turn is no loop
 EDGE_TIME = Number(0.0, 10.0, lo_open=True, unit="s")
@@ -105,7 +107,7 @@ def validate(args: argparse.Namespace) -> None:
                          f"{MAX_PLAN_TICKS:.0e}; lower --t-max or --rate")
     if args.plan == "piw":
         parse_target(args.target)
-    ff = robot_from_args(args)
+    ff = validation_robot(args)
     if args.plan == "reorient":
         parse_joint_pair(args.joints, len(ff.arm_joint_names))
     for option, text in (("--q0", args.q0), ("--q-target", getattr(args, "q_target", None))):

@@ -10,7 +10,8 @@ from freeflyer_control.cli.common import (
     add_robot_arguments,
     check_joint_limits,
     parse_joint_positions,
-    robot_from_args,
+    validation_robot,
+    validation_testbed,
 )
 from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
 from freeflyer_control.control.mode_switch import entries_never_flown
@@ -18,7 +19,7 @@ from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, run_size_problem
+from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
 from freeflyer_control.sim.progress import ProgressBar
 from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
 
@@ -75,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 # What the options accept (argparse refuses anything else, naming the option).
 DURATION = Number(0.0, lo_open=True, unit="s")
-RATE = Number(0.0, MAX_RATE_HZ, lo_open=True, unit="Hz")
+RATE = Number(MIN_RATE_HZ, MAX_RATE_HZ, unit="Hz")
 LOG_RATE = Number(1e-3, MAX_RATE_HZ, unit="Hz")  # far below it, rate / log_rate overflows the runner
 SUBSTEPS = Whole(1, MAX_SUBSTEPS, what="plant steps per control period")
 MASS_ERROR = Number(0.0, 1.0, hi_open=True, unit="(relative)")
@@ -124,12 +125,10 @@ def _robot_and_rate(args: argparse.Namespace):
     """The robot flown and the control rate: the testbed's with --via-testbed, else --robot's
     and --rate; with the option names the size check uses."""
     if args.via_testbed:
-        from freeflyer_control.hil.config import load_testbed_config
-
-        tb = load_testbed_config(args.via_testbed)
+        tb = validation_testbed(args.via_testbed)
         rate_name = f"the testbed's rate ({args.via_testbed})"
         return tb.robot, tb.rate, {**OPTION_NAMES, "rate": rate_name}
-    return robot_from_args(args), args.rate, OPTION_NAMES
+    return validation_robot(args), args.rate, OPTION_NAMES
 
 
 def _maneuver_duration(ff, args: argparse.Namespace) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+MIN_RATE_HZ = 1.0  # slower is no control loop (and 1 / rate overflows for denormal rates)
 MAX_RATE_HZ = 1e5
 MAX_SUBSTEPS = 1000
 MAX_PLANT_STEPS = 10**8
