@@ -403,14 +403,14 @@ def test_sim_rate_of_ten_megahertz_is_refused_naming_the_limit(capsys):
 
 def test_sim_log_that_would_hold_millions_of_samples_is_refused_naming_log_rate(capsys):
     err = refusal(capsys, "sim", "--duration", "100000")
-    assert "is 5000001 samples, above the limit of 250000; lower --log-rate (at most 2.5 Hz" in err
+    assert "is 5000001 samples, above the limit of 100000; lower --log-rate (at most 1 Hz" in err
 
 
 def test_a_long_run_at_a_low_log_rate_is_accepted(capsys):
     from freeflyer_control.cli.main import parse
 
-    args = parse(["sim", "--duration", "100000", "--log-rate", "2"])
-    assert args.duration == 100000 and args.log_rate == 2
+    args = parse(["sim", "--duration", "100000", "--log-rate", "0.5"])
+    assert args.duration == 100000 and args.log_rate == 0.5
 
 
 def test_workspace_grid_of_a_hundred_thousand_is_refused_naming_the_limit(capsys):
