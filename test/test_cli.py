@@ -498,6 +498,15 @@ def test_a_schedule_entry_past_the_end_of_the_run_is_reported_not_dropped_in_sil
         "(10 s) and is never flown; give a longer --duration or drop it\n")
 
 
+def test_an_estop_after_the_end_of_the_run_is_reported(capsys):
+    from freeflyer_control.cli.main import parse
+
+    parse(["sim", "--via-testbed", "--duration", "5", "--estop-at", "7"])
+    assert capsys.readouterr().err == (
+        "freeflyer sim: warning: --estop-at 7 is at or after the end of the run (5 s) and never "
+        "happens; give a longer --duration or drop it\n")
+
+
 def test_parse_validates_without_running_anything(capsys, tmp_path):
     from freeflyer_control.cli.main import parse
 

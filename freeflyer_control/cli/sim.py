@@ -113,6 +113,11 @@ def validate(args: argparse.Namespace) -> None:
     for t, mode in entries_never_flown(schedule, duration):
         warn("sim", f"--mode-schedule entry {t:g}:{mode} is at or after the end of the run "
                     f"({duration:g} s) and is never flown; give a longer --duration or drop it")
+    for option, times in (("--estop-at", args.estop_at), ("--reset-at", args.reset_at)):
+        for t in times:
+            if t >= duration:
+                warn("sim", f"{option} {t:g} is at or after the end of the run ({duration:g} s) and "
+                            "never happens; give a longer --duration or drop it")
 
 
 def _schedule(args: argparse.Namespace) -> list[tuple[float, str]]:
