@@ -1,7 +1,7 @@
 """Tests of the ``freeflyer`` command line: ``check`` and ``gjm``.
 
 The subcommands are run in-process through ``freeflyer_control.cli.main.main(argv)`` (it returns
-the exit code; argparse usage errors raise SystemExit); one test runs the installed console
+the exit code, 2 for every refusal); one test runs the installed console
 script, if there is one.
 """
 
@@ -214,11 +214,11 @@ def test_gjm_unknown_robot_exits_2(capsys):
     assert "'no_such_robot'" in err and "spatial_6link" in err
 
 
-def test_gjm_unknown_mode_is_an_argparse_usage_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["gjm", "--robot", "planar_4link", "--mode", "hovering"])
-    assert exc.value.code == 2
-    assert "hovering" in capsys.readouterr().err
+def test_gjm_unknown_mode_is_refused_in_one_line_with_exit_2(capsys):
+    rc, out, err = run(capsys, "gjm", "--robot", "planar_4link", "--mode", "hovering")
+    assert rc == 2 and out == ""
+    assert "argument --mode" in err and "hovering" in err
+    assert err.count("\n") == 1
 
 
 def test_gjm_of_a_bare_urdf_with_base_and_ee(capsys):
@@ -407,3 +407,264 @@ def test_sim_via_testbed_with_a_capture_dropout_trips_and_resets_after_it(capsys
 def test_sim_fault_without_via_testbed_exits_2(capsys, tmp_path):
     assert main(["sim", "--fault", "capture_dropout:3:0.5", "--out", str(tmp_path)]) == 2
     assert "--via-testbed" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad arguments: one line on stderr, exit status 2, the option named as typed, nothing run
+
+def refusal(capsys, *argv: str) -> str:
+    """The one stderr line of a refused command (asserting exit 2, one line, no stdout)."""
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2, (rc, err)
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("freeflyer "), err
+    return err
+
+
+def typed_options():
+    """(subcommand path, option, type) of every option the parser converts to a number."""
+    from freeflyer_control.cli.main import build_parser
+    from freeflyer_control.cli.options import Number, Whole
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if hasattr(action, "choices") and isinstance(action.choices, dict):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, path + (name,))
+            elif isinstance(action.type, (Number, Whole)):
+                yield path, action.option_strings[-1], action.type
+
+    return list(walk(build_parser(), ()))
+
+
+REQUIRED = {("plan", "reorient"): ["--dtheta", "0.1"],
+            ("plan", "lyapunov"): ["--theta-target", "0.1", "--q-target", "[0, 0, 0, 0]"],
+            ("plan", "piw"): ["--theta-target", "0.1", "--target", "[0.5, 0.1]"]}
+
+
+@pytest.mark.parametrize("path, option, kind", typed_options(),
+                         ids=lambda x: " ".join(x) if isinstance(x, tuple) else str(x))
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e308", "x"])
+def test_every_numeric_option_refuses_a_bad_value_naming_itself_and_its_range(capsys, path, option, kind, value):
+    required = REQUIRED.get(path, [])
+    if option in required:
+        required = []  # the option under test is the required one
+    positional = ["planar_4link"] if path in (("check",), ("testbed",)) else []
+    err = refusal(capsys, *path, *positional, *required, f"{option}={value}")
+    assert f"argument {option}: give {kind.describe()}, got '{value}'" in err, err
+
+
+def test_sim_duration_of_a_billion_seconds_is_refused_before_any_allocation(capsys):
+    for engine in ("compiled", "python"):
+        err = refusal(capsys, "sim", "--engine", engine, "--duration", "1e9")
+        assert err == ("freeflyer sim: error: --duration 1e+09 s at --rate 250 Hz x --substeps 1 is "
+                       "2.5e+11 plant steps, above the limit of 1e+08; shorten --duration or lower --rate\n")
+
+
+def test_sim_rate_of_ten_megahertz_is_refused_naming_the_limit(capsys):
+    err = refusal(capsys, "sim", "--rate", "1e7")
+    assert err.startswith("freeflyer sim: error: argument --rate: give a number in [1, 100000] Hz, got '1e7'")
+
+
+def test_sim_log_that_would_hold_millions_of_samples_is_refused_naming_log_rate(capsys):
+    err = refusal(capsys, "sim", "--duration", "100000")
+    assert "is 5000001 samples, above the limit of 100000; lower --log-rate (at most 1 Hz" in err
+
+
+def test_a_long_run_at_a_low_log_rate_is_accepted(capsys):
+    from freeflyer_control.cli.main import parse
+
+    args = parse(["sim", "--duration", "100000", "--log-rate", "0.5"])
+    assert args.duration == 100000 and args.log_rate == 0.5
+
+
+def test_workspace_grid_of_a_hundred_thousand_is_refused_naming_the_limit(capsys):
+    err = refusal(capsys, "workspace", "--grid", "100000")
+    assert "argument --grid: give a whole number from 16 to 2048 (grid points per joint), got '100000'" in err
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["sim", "--q0", "[0.1, 0.2"], "--q0"),
+    (["sim", "--q0", "[0.1, NaN, 0, 0]"], "--q0[1]"),
+    (["sim", "--q0", "[1, 2]"], "--q0 has 2 angles"),
+    (["sim", "--q0", '{"joint9": 0.1}'], "--q0 names joint 'joint9'"),
+    (["plan", "reorient", "--dtheta", "0.1", "--q0", "[1, 2]"], "--q0 has 2 angles"),
+    (["plan", "lyapunov", "--theta-target", "0", "--q-target", "[Infinity, 0, 0, 0]"], "--q-target[0]"),
+    (["gjm", "--q", "not json"], "--q is not valid JSON"),
+])
+def test_joint_angle_errors_name_the_option_as_typed(capsys, argv, option):
+    err = refusal(capsys, *argv)
+    assert option in err, err
+    if option.startswith("--q0") or option.startswith("--q-target"):
+        assert "--q " not in err and "--q[" not in err
+
+
+def test_mass_error_of_one_is_refused_naming_mass_error(capsys):
+    err = refusal(capsys, "sim", "--mass-error", "1")
+    assert "argument --mass-error: give a number in [0, 1) (relative), got '1'" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["sim", "--q0", "[3.0, 0, 0, 0]"],
+    ["plan", "reorient", "--dtheta", "0.1", "--q0", "[0, 2.6, 0, 0]"],
+    ["plan", "lyapunov", "--theta-target", "0", "--q-target", "[0, 0, 0, -2.7]"],
+])
+def test_a_start_or_target_outside_the_urdf_joint_limits_is_refused(capsys, argv):
+    err = refusal(capsys, *argv)
+    assert "is outside its URDF limits [-2.5, 2.5] rad; give angles inside the limits" in err
+
+
+def test_gjm_outside_the_joint_limits_warns_once_and_still_answers(capsys):
+    rc, out, err = run(capsys, "gjm", "--robot", "planar_4link", "--q", "[3.0, 0, 0, 0]", "--json")
+    assert rc == 0
+    assert err == ("freeflyer gjm: warning: --q: joint1 = 3 rad is outside its URDF limits "
+                   "[-2.5, 2.5] rad; the robot cannot reach this pose\n")
+    assert json.loads(out)["rows"] == 3
+
+
+def test_sim_summary_reports_the_initial_mode_flown_not_the_first_scheduled_one(capsys, tmp_path):
+    rc, out, err = run(capsys, "sim", "--mode", "rotation-floating", "--mode-schedule", "0.5:flying",
+                       "--duration", "1", "--rate", "100", "--no-plots", "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["mode"] == "rotation-floating"
+    assert summary["final_mode"] == "flying"
+    assert [(s["t"], s["to"], s["accepted"]) for s in summary["mode_switches"]] == [(0.5, "flying", True)]
+
+
+def test_a_schedule_entry_at_zero_sets_the_initial_mode(capsys, tmp_path):
+    rc, out, err = run(capsys, "sim", "--mode-schedule", "0:flying", "--duration", "0.2", "--rate", "100",
+                       "--no-plots", "--json", "--out", str(tmp_path))
+    assert rc == 0, err
+    assert json.loads(out)["mode"] == "flying"
+
+
+@pytest.mark.parametrize("schedule, fragment", [
+    ("nan:flying", "entry 'nan:flying': the time must be a finite number of seconds >= 0"),
+    ("inf:flying", "entry 'inf:flying': the time must be a finite number of seconds >= 0"),
+    ("-1:flying", "entry '-1:flying': the time must be a finite number of seconds >= 0"),
+    ("5:flying,2:floating", "entry '2:floating' comes after an entry at 5 s"),
+    ("2:flying,2:floating", "entry '2:floating' comes after an entry at 2 s"),
+    ("2-flying", "entry '2-flying' must look like TIME:MODE"),
+    ("2:hovering", "entry '2:hovering': unknown mode 'hovering'"),
+    (",", "is empty"),
+])
+def test_bad_mode_schedules_are_refused_naming_the_entry(capsys, schedule, fragment):
+    err = refusal(capsys, "sim", f"--mode-schedule={schedule}")
+    assert err.startswith(f"freeflyer sim: error: --mode-schedule {fragment}"), err
+
+
+def test_a_schedule_entry_past_the_end_of_the_run_is_reported_not_dropped_in_silence(capsys):
+    from freeflyer_control.cli.main import parse
+
+    parse(["sim", "--duration", "10", "--mode-schedule", "2:flying,30:floating"])
+    assert capsys.readouterr().err == (
+        "freeflyer sim: warning: --mode-schedule entry 30:floating is at or after the end of the run "
+        "(10 s) and is never flown; give a longer --duration or drop it\n")
+
+
+def test_an_estop_after_the_end_of_the_run_is_reported(capsys):
+    from freeflyer_control.cli.main import parse
+
+    parse(["sim", "--via-testbed", "--duration", "5", "--estop-at", "7"])
+    assert capsys.readouterr().err == (
+        "freeflyer sim: warning: --estop-at 7 is at or after the end of the run (5 s) and never "
+        "happens; give a longer --duration or drop it\n")
+
+
+def test_parse_validates_without_running_anything(capsys, tmp_path):
+    from freeflyer_control.cli.main import parse
+
+    out = tmp_path / "never"
+    args = parse(["sim", "--duration", "5", "--out", str(out)])
+    assert args.command == "sim" and not out.exists()
+    assert capsys.readouterr() == ("", "")
+
+
+def test_check_piped_into_head_prints_no_broken_pipe_traceback():
+    # The reader is gone before the command writes: every write raises BrokenPipeError.
+    proc = subprocess.Popen([sys.executable, "-m", "freeflyer_control.cli.main", "check", "planar_4link"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert err == ""
+    assert proc.returncode == 1  # as the Python docs' SIGPIPE recipe exits
+
+
+# ---------------------------------------------------------------------------------------------
+# The progress bar shared by every long run
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_bar_warns_once_with_the_expected_run_time_of_a_slow_run():
+    import io
+
+    from freeflyer_control.sim.progress import ProgressBar
+
+    clock, stream = FakeClock(), io.StringIO()
+    bar = ProgressBar(stream, clock=clock)
+    for wall, t in ((0.5, 0.0), (1.6, 0.001), (2.2, 0.0015), (3.0, 0.002)):
+        clock.now = wall
+        bar(t, 10.0)
+    lines = stream.getvalue().splitlines()
+    warnings = [line for line in lines if "warning" in line]
+    # 1.1 s of wall time for 1 ms simulated: (10 - 0.001) s left x 1100 = 11 000 s, 3.1 h
+    assert warnings == ["freeflyer sim: warning: this run will take about 3.1 h more at the pace "
+                        "measured so far; Ctrl-C stops it (lower --rate or --duration for a shorter run)"]
+
+
+def test_progress_bar_off_a_terminal_writes_a_line_per_log_interval_and_the_last():
+    import io
+
+    from freeflyer_control.sim.progress import ProgressBar
+
+    clock, stream = FakeClock(), io.StringIO()
+    bar = ProgressBar(stream, clock=clock, log_interval=10.0)
+    for k in range(1, 101):  # 50 s of wall time, an update every 0.5 s
+        clock.now = 0.5 * k
+        bar(0.1 * k, 10.0)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 5  # at 10, 20, 30 and 40 s of wall time, and the final one
+    assert lines[-1] == "[##############################]    10.0 / 10.0 s"
+
+
+def test_sim_via_testbed_shows_the_progress_bar(capsys, tmp_path):
+    rc, out, err = run(capsys, "sim", "--via-testbed", "--duration", "0.5", "--no-plots", "--out", str(tmp_path))
+    assert rc == 0, err
+    assert err.splitlines()[-1] == "[##############################]     0.5 / 0.5 s"
+
+
+def test_run_via_testbed_reports_progress_in_simulated_time_up_to_the_end():
+    from freeflyer_control.hil.sim import run_via_testbed
+    from freeflyer_control.sim.runner import SimConfig
+
+    calls = []
+    run_via_testbed(SimConfig(duration=0.2), "planar_4link", progress=lambda t, d: calls.append((t, d)))
+    times = [t for t, _ in calls]
+    assert times == sorted(times) and calls[-1] == (0.2, 0.2)
+    assert {d for _, d in calls} == {0.2}
+
+
+@pytest.mark.parametrize("schedule", [[(float("nan"), "flying")], [(-1.0, "flying")],
+                                      [(5.0, "flying"), (2.0, "floating")]])
+def test_the_library_refuses_the_schedules_the_command_line_refuses(schedule):
+    from freeflyer_control.sim.runner import SimConfig
+
+    with pytest.raises(ValueError, match="mode_schedule entry"):
+        SimConfig(mode_schedule=schedule).validate()
+
+
+def test_initial_mode_is_the_schedule_entry_at_zero_else_the_configured_mode():
+    from freeflyer_control.control.mode_switch import entries_never_flown, initial_mode
+
+    assert initial_mode("rotation-floating", [(2.0, "flying")]) == ("rotation-floating", [(2.0, "flying")])
+    assert initial_mode("floating", [(0.0, "flying"), (3.0, "floating")]) == ("flying", [(3.0, "floating")])
+    assert entries_never_flown([(2.0, "flying"), (10.0, "floating")], 10.0) == [(10.0, "floating")]

@@ -153,3 +153,31 @@ def test_configurations_outside_the_compiled_path_are_refused():
     assert not_covered(SimConfig(mode="floating", mode_schedule=[(0.0, "floating")])) is not None
     with pytest.raises(NotCovered):
         run_fast(SimConfig(mode="floating", maneuver="ee-circle", controller="resolved_rate"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocation: nothing sized by the run before its size is checked, no array of every tick
+
+@pytest.mark.parametrize("n_ticks, log_every", [(0, 1), (10, 3), (12, 3), (1, 5), (997, 7), (1000, 1)])
+def test_logged_ticks_are_every_log_every_th_and_the_last_as_the_python_loop_logs(n_ticks, log_every):
+    from freeflyer_control.sim.fast.runner import _logged_ticks
+    from freeflyer_control.sim.limits import log_samples
+
+    ticks = np.arange(n_ticks + 1)
+    np.testing.assert_array_equal(_logged_ticks(n_ticks, log_every),
+                                  ticks[(ticks % log_every == 0) | (ticks == n_ticks)])
+    rate = 100.0
+    assert log_samples(n_ticks / rate, rate, rate / log_every) == _logged_ticks(n_ticks, log_every).size
+
+
+def test_logged_ticks_of_a_trillion_tick_run_cost_only_the_logged_rows():
+    from freeflyer_control.sim.fast.runner import _logged_ticks
+
+    logged = _logged_ticks(10**12, 10**7)  # an array of all ticks would be 8 TB
+    assert logged.size == 10**5 + 1 and logged[-1] == 10**12
+
+
+def test_compiled_run_of_a_billion_seconds_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"duration 1e\+09 s at rate 250 Hz x plant_substeps 1 is "
+                                         r"2.5e\+11 plant steps, above the limit of 1e\+08"):
+        run_simulation(SimConfig(duration=1e9), fast=True)

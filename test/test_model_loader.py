@@ -617,3 +617,21 @@ def test_share_dir_holds_the_urdfs_and_robot_configs():
         assert (share / "urdf" / f"{name}.urdf").is_file()
         assert (share / "config" / "robots" / f"{name}.yaml").is_file()
     assert robot_config_dir() == share / "config" / "robots"
+
+
+def test_a_ready_pose_outside_the_urdf_joint_limits_is_refused_naming_the_joint(tmp_path):
+    urdf = share_dir() / "urdf" / "planar_4link.urdf"
+    config = tmp_path / "bent_too_far.yaml"
+    config.write_text(yaml.safe_dump({"urdf": str(urdf), "base": "planar", "end_effectors": ["ee_link"],
+                                      "ready_pose": {"joint1": 0.5, "joint2": 2.6}}))
+    with pytest.raises(ConfigError, match=r"ready_pose: joint2 = 2.6 rad is outside its URDF limits "
+                                          r"\[-2.5, 2.5\] rad; give an angle inside the limits"):
+        load_robot(str(config))
+
+
+def test_every_bundled_ready_pose_is_inside_the_joint_limits():
+    from freeflyer_control.model.joint_limits import limit_violations
+
+    for name in robot_names():
+        ff = load_robot(name)
+        assert limit_violations(ff, ff.ready_pose) == [], name

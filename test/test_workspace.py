@@ -402,3 +402,22 @@ def test_cli_raster_for_a_two_arm_robot_with_map(cli, tmp_path):
     r_min, r_max = result["reachable"]["r_min"], result["reachable"]["r_max"]
     ends = sorted(v for i in result["piw"] + result["pdw"] for v in i)
     assert ends[0] == r_min and ends[-1] == r_max
+
+
+def test_workspace_sizes_beyond_their_limits_are_refused_before_any_allocation(ff):
+    from freeflyer_control.analysis.workspace import MAX_BINS, MAX_GRID, MAX_SAMPLES
+
+    # grid 100 000 would be 10^10 configurations (about a terabyte): refused, naming the limit
+    with pytest.raises(ValueError, match=f"grid must be from 16 to {MAX_GRID} points per joint, got 100000"):
+        planar_workspace(ff, EE, grid=100_000)
+    with pytest.raises(ValueError, match=r"samples must be from 1 to 1e\+08 and bins from 1 to 10000"):
+        planar_workspace(ff, EE, method="raster", samples=MAX_SAMPLES + 1, bins=10)
+    with pytest.raises(ValueError, match="bins from 1 to 10000, got 1000 and 10001"):
+        planar_workspace(ff, EE, method="raster", samples=1000, bins=MAX_BINS + 1)
+
+
+def test_singularity_map_resolution_beyond_its_limit_is_refused(ff):
+    from freeflyer_control.analysis.singularity_map import MAX_RESOLUTION, singularity_map
+
+    with pytest.raises(ValueError, match=f"resolution must be from 2 to {MAX_RESOLUTION} points per axis"):
+        singularity_map(ff, EE, resolution=100_000)

@@ -572,6 +572,10 @@ class SingularityMap:
         return path
 
 
+# resolution^2 configurations of a few hundred bytes each: 2048 is about 1 GB at most.
+MAX_RESOLUTION = 2048
+
+
 def singularity_map(
     ff: FreeFlyerModel,
     frame: str,
@@ -598,8 +602,8 @@ def singularity_map(
         raise ValueError(
             f"a map needs two arm joints out of {list(ff.arm_joint_names)}, got {list(joints)}"
         )
-    if resolution < 2:
-        raise ValueError(f"resolution must be at least 2 points per axis, got {resolution}")
+    if not 2 <= resolution <= MAX_RESOLUTION:
+        raise ValueError(f"resolution must be from 2 to {MAX_RESOLUTION} points per axis, got {resolution}")
     fixed = dict(fixed or {})
     for name in fixed:
         if name not in ff.arm_joint_names or name in joints:

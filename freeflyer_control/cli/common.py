@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+from pathlib import Path
 
 import numpy as np
 
+from freeflyer_control.cli.options import ANGLE, UsageError, warn
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
+from freeflyer_control.model.joint_limits import limit_violations
 
 
 def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +33,40 @@ def robot_from_args(args: argparse.Namespace) -> FreeFlyerModel:
     return load_robot(args.robot, base=args.base, end_effectors=args.ee)
 
 
+def validation_robot(args: argparse.Namespace) -> FreeFlyerModel:
+    """The robot of ``args`` for checking options against (read-only: callers must not change
+    it). Loads are cached by source and file time, so validating many argument sets (the CLI
+    fuzz test) does not re-read the same URDF each time; a run loads its own copy."""
+    ee = tuple(args.ee) if args.ee is not None else None
+    return _cached_robot(args.robot, args.base, ee, _file_stamp(args.robot))
+
+
+def validation_testbed(source: str):
+    """The testbed config ``source`` (read-only), cached like :func:`validation_robot`."""
+    return _cached_testbed(source, _file_stamp(source))
+
+
+def _file_stamp(source: str) -> int | None:
+    """Modification time of ``source`` if it names a file (a changed file is read again)."""
+    path = Path(source)
+    try:
+        return path.stat().st_mtime_ns if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_robot(robot: str, base: str | None, ee: tuple[str, ...] | None, stamp: int | None):
+    return load_robot(robot, base=base, end_effectors=ee)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_testbed(source: str, stamp: int | None):
+    from freeflyer_control.hil.config import load_testbed_config
+
+    return load_testbed_config(source)
+
+
 def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
     """``--frame``, or the robot's first end-effector."""
     frame = frame or (ff.end_effectors[0] if ff.end_effectors else None)
@@ -37,36 +75,68 @@ def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
     return frame
 
 
-def parse_joint_positions(ff: FreeFlyerModel, text: str | None) -> dict[str, float]:
+def parse_joint_positions(ff: FreeFlyerModel, text: str | None, option: str = "--q") -> dict[str, float]:
     """Joint angles from JSON: {"joint": rad, ...}, or a list for the arm joints (in
-    ``ff.arm_joint_names`` order) or for all joints (``ff.joint_names`` order)."""
+    ``ff.arm_joint_names`` order) or for all joints (``ff.joint_names`` order).
+
+    Raises:
+        UsageError: naming ``option`` (the option as the user typed it).
+    """
     if not text:
         return {}
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--q is not valid JSON ({exc.msg}): {text!r}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; ints past Python's digit limit
+        raise UsageError(f"{option} is not valid JSON ({getattr(exc, 'msg', 'nested too deep')}): "
+                         f"{_shown(text)}") from None
     if isinstance(value, dict):
-        return {str(k): _angle(v, f"--q[{k!r}]") for k, v in value.items()}
+        unknown = [str(k) for k in value if str(k) not in ff.joint_names]
+        if unknown:
+            raise UsageError(f"{option} names joint {_shown(unknown[0])}, which robot '{ff.name}' "
+                             f"does not have; joints: {list(ff.joint_names)}")
+        return {str(k): _angle(v, f"{option}[{str(k)!r}]") for k, v in value.items()}
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list):
-        raise ValueError("--q must be a JSON list of angles or an object {joint: angle}")
-    arr = np.array([_angle(v, f"--q[{i}]") for i, v in enumerate(value)], dtype=float)
+        raise UsageError(f"{option} must be a JSON list of angles or an object {{joint: angle}}, "
+                         f"got {_shown(text)}")
+    arr = np.array([_angle(v, f"{option}[{i}]") for i, v in enumerate(value)], dtype=float)
     for names in (ff.arm_joint_names, ff.joint_names):
         if arr.size == len(names):
             return dict(zip(names, arr.tolist()))
-    raise ValueError(
-        f"--q has {arr.size} angles; give {len(ff.arm_joint_names)} (arm joints "
+    raise UsageError(
+        f"{option} has {arr.size} angles; give {len(ff.arm_joint_names)} (arm joints "
         f"{list(ff.arm_joint_names)}) or {len(ff.joint_names)} (all joints), or an object"
     )
+
+
+def check_joint_limits(ff: FreeFlyerModel, positions: dict[str, float], option: str, *,
+                       refuse: bool, command: str) -> None:
+    """Refuse (``refuse``: a pose the run starts from or drives to) or warn about (a pose only
+    queried) joint angles outside the URDF limits."""
+    outside = limit_violations(ff, positions)
+    if not outside:
+        return
+    more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+    if refuse:
+        raise UsageError(f"{option}: {outside[0]}{more}; give angles inside the limits")
+    warn(command, f"{option}: {outside[0]}{more}; the robot cannot reach this pose")
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value`` quoted for a message, cut to one short line."""
+    text = repr(str(value))
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
 def _angle(value: object, what: str) -> float:
     """One joint angle from JSON: a finite number (json accepts NaN and Infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a number (rad), got {value!r}")
-    x = float(value)
-    if not np.isfinite(x):
-        raise ValueError(f"{what} must be a finite number (rad), got {value!r}")
+        raise UsageError(f"{what} must be a number (rad), got {_shown(value)}")
+    try:
+        x = float(value)
+    except OverflowError:  # a JSON integer of hundreds of digits
+        x = float("inf")
+    if not ANGLE.accepts(x):
+        raise UsageError(f"{what} must be {ANGLE.describe()}, got {_shown(value)}")
     return x

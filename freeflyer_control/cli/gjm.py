@@ -16,7 +16,14 @@ import json
 import math
 import sys
 
-from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, parse_joint_positions, robot_from_args
+from freeflyer_control.cli.common import (
+    add_robot_arguments,
+    check_joint_limits,
+    frame_from_args,
+    parse_joint_positions,
+    robot_from_args,
+    validation_robot,
+)
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SIGMA_NEAR, block_measures, near_singular, singularity_warning
@@ -33,7 +40,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="warn when a block's smallest singular value is below this (m/rad on "
                         f"translational rows; default {SIGMA_NEAR:g}, where resolved rate starts damping)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, validate=validate)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """``--q``: valid JSON angles for this robot; outside the URDF limits only warned about
+    (a Jacobian may be queried anywhere, e.g. to study a singular configuration)."""
+    if args.q:
+        ff = validation_robot(args)
+        positions = parse_joint_positions(ff, args.q, "--q")
+        check_joint_limits(ff, positions, "--q", refuse=False, command="gjm")
 
 
 def run(args: argparse.Namespace) -> int:

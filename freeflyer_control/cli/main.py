@@ -1,24 +1,29 @@
 """``freeflyer``: the package's objects from the command line, without ROS.
 
-Each subcommand lives in its own module and registers itself through ``add_parser``.
+Each subcommand lives in its own module and registers itself through ``add_parser``; a module
+with a ``validate(args)`` checks there everything that can be checked before any work (option
+combinations, JSON values, the run's size). :func:`parse` is that layer alone: it parses and
+validates without running anything, refusing with one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Sequence
 
 from freeflyer_control import __version__
 from freeflyer_control.cli import check, gjm, plan, sim, testbed, workspace
+from freeflyer_control.cli.options import Number, OneLineParser, Whole
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, workspace, plan, testbed)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="freeflyer",
         description="Free-flying space robots: models, Generalized Jacobians, simulation.",
     )
@@ -30,9 +35,76 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def _prog(args: argparse.Namespace) -> str:
+    sub = getattr(args, "plan", None) if args.command == "plan" else None
+    return f"freeflyer {args.command}" + (f" {sub}" if sub else "")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def parse(argv: Sequence[str] | None = None,
+          parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    """Parse and validate ``argv`` without running anything.
+
+    Raises:
+        SystemExit(2): after one line on stderr naming the option as typed and the fix.
+    """
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
+    leaf = _leaf_parser(parser, args)
+    for action in leaf._actions:  # argparse skips type= for "--opt=--" (Python 3.11: a [])
+        if isinstance(action.type, (Number, Whole)) and not _typed(action, getattr(args, action.dest, None)):
+            leaf.error(f"argument {'/'.join(action.option_strings)}: give {action.type.describe()}")
+    validate = getattr(args, "validate", None)
+    if validate is not None:
+        try:
+            validate(args)
+        except (FreeFlyerError, ValueError, OSError) as exc:
+            print(f"{_prog(args)}: error: {_one_line(exc)}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return args
+
+
+def _leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``args`` came from (``plan reorient``: two levels down)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or getattr(args, subs[0].dest, None) is None:
+            return parser
+        parser = subs[0].choices[getattr(args, subs[0].dest)]
+
+
+def _typed(action: argparse.Action, value: object) -> bool:
+    """A parsed number or unset; for an append option, a list of numbers."""
+    def number(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if isinstance(action, argparse._AppendAction):
+        return isinstance(value, list) and all(number(v) for v in value)
+    return value is None or number(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # inside the try: a reader that went away raises here
+        return code
+    except BrokenPipeError:
+        # `freeflyer check ... | head -1`: the reader has what it wanted. Point stdout at
+        # devnull so the interpreter's own flush at exit does not raise again (Python docs,
+        # "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        args = parse(argv)
+    except SystemExit as exc:  # a refusal (2), --help or --version (0): the line is printed
+        return exc.code if isinstance(exc.code, int) else 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s: %(message)s",
@@ -40,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except (FreeFlyerError, ValueError, FileNotFoundError) as exc:
-        print(f"freeflyer {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{_prog(args)}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -19,7 +19,15 @@ import json
 
 import numpy as np
 
-from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions, robot_from_args
+from freeflyer_control.cli.common import (
+    add_robot_arguments,
+    check_joint_limits,
+    parse_joint_positions,
+    robot_from_args,
+    validation_robot,
+)
+from freeflyer_control.cli.options import ANGLE, Number, UsageError, Whole
+from freeflyer_control.sim.limits import MIN_RATE_HZ
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.state import State, make_state
 
@@ -30,24 +38,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     r = plans.add_parser("reorient", help="self-correcting planning: joint loops that turn the base")
     _common(r)
-    r.add_argument("--dtheta", type=float, required=True, help="requested change of base yaw, rad")
-    r.add_argument("--side", type=float, default=0.1, help="side dq of the square loops, rad (default 0.1)")
+    r.add_argument("--dtheta", type=ANGLE, required=True, help="requested change of base yaw, rad")
+    r.add_argument("--side", type=SIDE, default=0.1, help="side dq of the square loops, rad (default 0.1)")
     r.add_argument("--joints", default="1,2", help="the joint plane i,j, counted from 1 (default 1,2)")
-    r.add_argument("--edge-time", type=float, default=0.5, help="s per loop edge (default 0.5)")
-    r.add_argument("--passes", type=int, default=1,
+    r.add_argument("--edge-time", type=EDGE_TIME, default=0.5, help="s per loop edge (default 0.5)")
+    r.add_argument("--passes", type=PASSES, default=1,
                    help="plan-execute-measure passes (self-correction; default 1)")
-    r.add_argument("--g-min", type=float, default=1e-3,
+    r.add_argument("--g-min", type=POSITIVE, default=1e-3,
                    help="refuse where |g(q)| is below this, rad/rad^2 (default 1e-3)")
     r.set_defaults(run=run_reorient)
 
     ly = plans.add_parser("lyapunov", help="Lyapunov planning of base yaw and joints")
     _common(ly)
-    ly.add_argument("--theta-target", type=float, required=True, help="target base yaw, rad")
+    ly.add_argument("--theta-target", type=ANGLE, required=True, help="target base yaw, rad")
     ly.add_argument("--q-target", metavar="JSON", required=True, help="target joint angles, rad (as --q0)")
-    ly.add_argument("--a-theta", type=float, default=1.0, help="weight of the yaw error, 1/s")
-    ly.add_argument("--a-q", type=float, default=1.0, help="weight of the joint errors, 1/s")
-    ly.add_argument("--max-joint-rate", type=float, default=0.5, help="rad/s (default 0.5)")
-    ly.add_argument("--t-max", type=float, default=60.0, help="give up after this long, s")
+    ly.add_argument("--a-theta", type=GAIN, default=1.0, help="weight of the yaw error, 1/s")
+    ly.add_argument("--a-q", type=GAIN, default=1.0, help="weight of the joint errors, 1/s")
+    ly.add_argument("--max-joint-rate", type=JOINT_RATE, default=0.5, help="rad/s (default 0.5)")
+    ly.add_argument("--t-max", type=T_MAX, default=60.0, help="give up after this long, s")
     ly.add_argument("--plot", metavar="PNG", help="write plots of the planned and executed paths")
     ly.set_defaults(run=run_lyapunov)
 
@@ -55,8 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _common(pw)
     pw.add_argument("--target", metavar="JSON", required=True,
                     help="end-effector target [x, y], m from the system CoM, world axes")
-    pw.add_argument("--theta-target", type=float, required=True, help="final base yaw, rad")
-    pw.add_argument("--circle-radius", type=float, default=0.04, help="re-orientation circles, m")
+    pw.add_argument("--theta-target", type=ANGLE, required=True, help="final base yaw, rad")
+    pw.add_argument("--circle-radius", type=CIRCLE_RADIUS, default=0.04, help="re-orientation circles, m")
     pw.add_argument("--compare-straight", action="store_true",
                     help="also run resolved rate along the straight line and report it")
     pw.add_argument("--plot", metavar="PNG", help="write the end-effector path and base yaw plot")
@@ -66,16 +74,63 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     add_robot_arguments(p)
     p.add_argument("--q0", metavar="JSON", help="initial joint angles, rad (default: ready pose or 0)")
-    p.add_argument("--theta0", type=float, default=0.0, help="initial base yaw, rad (default 0)")
-    p.add_argument("--base-yaw-rate", type=float, default=0.0,
+    p.add_argument("--theta0", type=ANGLE, default=0.0, help="initial base yaw, rad (default 0)")
+    p.add_argument("--base-yaw-rate", type=YAW_RATE, default=0.0,
                    help="initial base yaw rate, rad/s (non-zero momentum: the planners refuse it)")
-    p.add_argument("--rate", type=float, default=100.0, help="control rate on the plant, Hz (default 100)")
+    p.add_argument("--rate", type=PLAN_RATE, default=100.0,
+                   help=f"control rate on the plant, Hz, at most {PLAN_RATE.hi:g} (default 100)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(validate=validate)
+
+
+# What the options accept (argparse refuses anything else, naming the option). The plans are
+# executed on the plant tick by tick, so the rate and the times bound the run's length.
+PLAN_RATE = Number(MIN_RATE_HZ, 1e4, unit="Hz")
+POSITIVE = Number(0.0, lo_open=True)
+SIDE = Number(0.0, 3.2, lo_open=True, unit="rad")  # a square loop wider than a half turn is no loop
+EDGE_TIME = Number(0.0, 10.0, lo_open=True, unit="s")
+PASSES = Whole(1, 10, what="passes")
+GAIN = Number(0.0, 1e3, lo_open=True, unit="1/s")
+JOINT_RATE = Number(0.0, 100.0, lo_open=True, unit="rad/s")
+YAW_RATE = Number(-1e3, 1e3, unit="rad/s")
+T_MAX = Number(0.0, 3600.0, lo_open=True, unit="s")
+CIRCLE_RADIUS = Number(0.0, 10.0, lo_open=True, unit="m")
+MAX_PLAN_TICKS = 10**7  # a Lyapunov execution: --t-max x --rate control ticks, each logged
+
+
+def validate(args: argparse.Namespace) -> None:
+    """The JSON options and joint numbers of the planner, checked against the robot; a start
+    (--q0) or target (--q-target) outside the URDF limits is refused (the plan is flown)."""
+    if args.plan == "lyapunov" and args.t_max * args.rate > MAX_PLAN_TICKS:
+        raise UsageError(f"--t-max {args.t_max:g} s at --rate {args.rate:g} Hz is "
+                         f"{args.t_max * args.rate:.3g} control ticks, above the limit of "
+                         f"{MAX_PLAN_TICKS:.0e}; lower --t-max or --rate")
+    if args.plan == "piw":
+        parse_target(args.target)
+    ff = validation_robot(args)
+    if args.plan == "reorient":
+        parse_joint_pair(args.joints, len(ff.arm_joint_names))
+    for option, text in (("--q0", args.q0), ("--q-target", getattr(args, "q_target", None))):
+        if text:
+            check_joint_limits(ff, parse_joint_positions(ff, text, option), option, refuse=True,
+                               command=f"plan {args.plan}")
+
+
+def parse_target(text: str) -> np.ndarray:
+    """--target: a JSON [x, y], m from the system CoM, world axes."""
+    try:
+        target = np.asarray(json.loads(text), dtype=float)
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        raise UsageError(f"--target must be a JSON list [x, y] in m, got {text!r}") from None
+    if target.shape != (2,) or not np.all(np.isfinite(target)) or np.any(np.abs(target) > 1e3):
+        raise UsageError(f"--target must be [x, y] (m from the system CoM, each within 1000 m), "
+                         f"got {text!r}")
+    return target
 
 
 def _start(args: argparse.Namespace) -> tuple[FreeFlyerModel, State]:
     ff = robot_from_args(args)
-    q0 = parse_joint_positions(ff, args.q0) if args.q0 else dict(ff.ready_pose)
+    q0 = parse_joint_positions(ff, args.q0, "--q0") if args.q0 else dict(ff.ready_pose)
     state = make_state(ff, base_yaw=args.theta0, joint_positions=q0,
                        base_angular_velocity=(0.0, 0.0, args.base_yaw_rate))
     return ff, state
@@ -104,10 +159,10 @@ def parse_joint_pair(text: str, n: int) -> tuple[int, int]:
     """'i,j' (1-based) -> (i-1, j-1), checked against the number of arm joints."""
     try:
         i, j = (int(s) for s in text.split(","))
-    except ValueError:
-        raise ValueError(f"--joints must be two joint numbers 'i,j' counted from 1, got {text!r}") from None
+    except ValueError:  # also a wrong count of numbers
+        raise UsageError(f"--joints must be two joint numbers 'i,j' counted from 1, got {text!r}") from None
     if not (1 <= i <= n and 1 <= j <= n) or i == j:
-        raise ValueError(f"--joints {text}: give two different joints between 1 and {n}")
+        raise UsageError(f"--joints {text}: give two different joints between 1 and {n}")
     return i - 1, j - 1
 
 
@@ -149,7 +204,7 @@ def run_lyapunov(args: argparse.Namespace) -> int:
     )
 
     ff, state = _start(args)
-    targets = parse_joint_positions(ff, args.q_target)
+    targets = parse_joint_positions(ff, args.q_target, "--q-target")
     q_target = np.array([targets.get(n, 0.0) for n in ff.arm_joint_names])
     gains = LyapunovGains(a_theta=args.a_theta, a_q=args.a_q, max_joint_rate=args.max_joint_rate)
     plan = plan_lyapunov(ff, state, args.theta_target, q_target, gains, t_max=args.t_max)
@@ -181,12 +236,7 @@ def run_piw(args: argparse.Namespace) -> int:
     )
 
     ff, state = _start(args)
-    try:
-        target = np.asarray(json.loads(args.target), dtype=float)
-    except (json.JSONDecodeError, TypeError, ValueError):
-        raise ValueError(f"--target must be a JSON list [x, y] in m, got {args.target!r}") from None
-    if target.shape != (2,) or not np.all(np.isfinite(target)):
-        raise ValueError(f"--target must be [x, y] (m from the system CoM), got {args.target!r}")
+    target = parse_target(args.target)
     plan = plan_piw(ff, state, target, args.theta_target, circle_radius=args.circle_radius)
     result = execute_piw(ff, state, plan, _settings(args))
     summary = result.as_dict()

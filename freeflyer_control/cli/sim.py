@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from freeflyer_control.cli.common import add_robot_arguments, parse_joint_positions
+from freeflyer_control.cli.common import (
+    add_robot_arguments,
+    check_joint_limits,
+    parse_joint_positions,
+    validation_robot,
+    validation_testbed,
+)
+from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
+from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
+from freeflyer_control.sim.progress import ProgressBar
 from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
 
 # Shown at the end of a run: the figures a reader checks first.
@@ -32,15 +41,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
     p.add_argument("--controller", default="computed_torque", choices=CONTROLLERS)
     p.add_argument("--maneuver", default="wilde", choices=MANEUVERS)
-    p.add_argument("--duration", type=float, help="seconds (default: the maneuver's own length)")
-    p.add_argument("--rate", type=float, default=250.0, help="control rate, Hz (default 250)")
-    p.add_argument("--substeps", type=int, default=1, help="plant steps per control period")
-    p.add_argument("--mode-schedule", metavar="T:MODE,...", help='e.g. "0:floating,20:flying"')
-    p.add_argument("--mass-error", type=float, default=0.0,
-                   help="relative mass-property error of the controller's model, e.g. 0.1")
-    p.add_argument("--seed", type=int, default=0, help="seed of the mass-property error")
+    p.add_argument("--duration", type=DURATION, help="seconds (default: the maneuver's own length)")
+    p.add_argument("--rate", type=RATE, default=250.0,
+                   help=f"control rate, Hz, at most {MAX_RATE_HZ:g} (default 250)")
+    p.add_argument("--substeps", type=SUBSTEPS, default=1, help="plant steps per control period")
+    p.add_argument("--mode-schedule", metavar="T:MODE,...",
+                   help='switches at increasing times, s, e.g. "0:floating,20:flying" (an entry at 0 '
+                        'sets the initial mode)')
+    p.add_argument("--mass-error", type=MASS_ERROR, default=0.0,
+                   help="relative mass-property error of the controller's model, in [0, 1), e.g. 0.1")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the mass-property error")
     p.add_argument("--base-actuation", default="thrusters", choices=BASE_ACTUATION)
-    p.add_argument("--log-rate", type=float, default=50.0, help="samples per second written")
+    p.add_argument("--log-rate", type=LOG_RATE, default=50.0, help="samples per second written")
     p.add_argument("--q0", metavar="JSON", help="initial joint angles (default: see docs)")
     p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
                    help="compiled: the numba lockstep (pip extra 'fast'; floating mode, computed "
@@ -52,34 +64,86 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="KIND:START:DURATION[:JOINT][:OX,OY,OZ]",
                    help="with --via-testbed: a fault the emulated testbed injects (capture_dropout, "
                         "capture_jump, encoder_nan, encoder_freeze, push), e.g. capture_dropout:5:0.5")
-    p.add_argument("--estop-at", type=float, action="append", default=[], metavar="T",
+    p.add_argument("--estop-at", type=EVENT_TIME, action="append", default=[], metavar="T",
                    help="with --via-testbed: an e-stop at T s")
-    p.add_argument("--reset-at", type=float, action="append", default=[], metavar="T",
+    p.add_argument("--reset-at", type=EVENT_TIME, action="append", default=[], metavar="T",
                    help="with --via-testbed: a reset of the testbed bridge at T s (refused while the cause persists)")
     p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, validate=validate)
 
 
-class ProgressBar:
-    """A one-line progress bar on stderr (a line per update when stderr is not a terminal)."""
+# What the options accept (argparse refuses anything else, naming the option).
+DURATION = Number(0.0, lo_open=True, unit="s")
+RATE = Number(MIN_RATE_HZ, MAX_RATE_HZ, unit="Hz")
+LOG_RATE = Number(1e-3, MAX_RATE_HZ, unit="Hz")  # far below it, rate / log_rate overflows the runner
+SUBSTEPS = Whole(1, MAX_SUBSTEPS, what="plant steps per control period")
+MASS_ERROR = Number(0.0, 1.0, hi_open=True, unit="(relative)")
+EVENT_TIME = Number(0.0, unit="s")
+OPTION_NAMES = {"duration": "--duration", "rate": "--rate", "substeps": "--substeps",
+                "log_rate": "--log-rate"}
 
-    def __init__(self, stream=sys.stderr, width: int = 30):
-        self.stream, self.width = stream, width
-        self.tty = stream.isatty()
-        self.shown = False
 
-    def __call__(self, t: float, duration: float) -> None:
-        frac = min(max(t / duration, 0.0), 1.0) if duration > 0 else 1.0
-        filled = int(round(frac * self.width))
-        text = f"[{'#' * filled}{'.' * (self.width - filled)}] {t:7.1f} / {duration:.1f} s"
-        if self.tty:
-            self.stream.write("\r" + text + ("\n" if frac >= 1.0 else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-        self.shown = True
+def validate(args: argparse.Namespace) -> None:
+    """What can be refused before the run: option combinations, the mode schedule, --fault,
+    --q0 (JSON, and inside the URDF limits: the run starts there), and the run's size
+    (:mod:`freeflyer_control.sim.limits`). Warns about schedule entries the run never reaches."""
+    from freeflyer_control.hil.emulator import parse_fault
+
+    if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed:
+        raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
+    if args.via_testbed and args.mass_error:
+        raise UsageError("--mass-error is not emulated with --via-testbed (the testbed runs the "
+                         "robot's own model); drop one of them")
+    for text in args.fault:
+        try:
+            parse_fault(text)
+        except ValueError as exc:
+            raise UsageError(f"--fault: {exc}") from None
+    schedule = _schedule(args)
+    ff, rate, names = _robot_and_rate(args)
+    if args.q0:
+        check_joint_limits(ff, parse_joint_positions(ff, args.q0, "--q0"), "--q0", refuse=True,
+                           command="sim")
+    duration = args.duration or _maneuver_duration(ff, args)
+    problem = run_size_problem(duration, rate, args.substeps, args.log_rate, names)
+    if problem:
+        raise UsageError(problem)
+    for t, mode in entries_never_flown(schedule, duration):
+        warn("sim", f"--mode-schedule entry {t:g}:{mode} is at or after the end of the run "
+                    f"({duration:g} s) and is never flown; give a longer --duration or drop it")
+    for option, times in (("--estop-at", args.estop_at), ("--reset-at", args.reset_at)):
+        for t in times:
+            if t >= duration:
+                warn("sim", f"{option} {t:g} is at or after the end of the run ({duration:g} s) and "
+                            "never happens; give a longer --duration or drop it")
+
+
+def _schedule(args: argparse.Namespace) -> list[tuple[float, str]]:
+    if args.mode_schedule is None:
+        return []
+    return parse_mode_schedule(args.mode_schedule, "--mode-schedule")
+
+
+def _robot_and_rate(args: argparse.Namespace):
+    """The robot flown and the control rate: the testbed's with --via-testbed, else --robot's
+    and --rate; with the option names the size check uses."""
+    if args.via_testbed:
+        tb = validation_testbed(args.via_testbed)
+        rate_name = f"the testbed's rate ({args.via_testbed})"
+        return tb.robot, tb.rate, {**OPTION_NAMES, "rate": rate_name}
+    return validation_robot(args), args.rate, OPTION_NAMES
+
+
+def _maneuver_duration(ff, args: argparse.Namespace) -> float:
+    """The maneuver's own length on this robot (what a run without --duration flies)."""
+    from freeflyer_control.control.maneuvers import make_maneuver
+    from freeflyer_control.physics.state import make_state
+
+    maneuver = make_maneuver(args.maneuver)
+    maneuver.start(ff, make_state(ff))
+    return float(maneuver.duration)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,11 +151,12 @@ def run(args: argparse.Namespace) -> int:
 
     q0 = None
     if args.q0:
-        q0 = parse_joint_positions(load_robot(args.robot, base=args.base, end_effectors=args.ee), args.q0)
+        q0 = parse_joint_positions(load_robot(args.robot, base=args.base, end_effectors=args.ee),
+                                   args.q0, "--q0")
     config = SimConfig(
         robot=args.robot, base=args.base, ee=args.ee, mode=args.mode, controller=args.controller,
         maneuver=args.maneuver, duration=args.duration, rate=args.rate, plant_substeps=args.substeps,
-        mode_schedule=parse_mode_schedule(args.mode_schedule) if args.mode_schedule else (),
+        mode_schedule=_schedule(args),
         mass_error=args.mass_error, seed=args.seed, base_actuation=args.base_actuation,
         log_rate=args.log_rate, initial_joint_positions=q0,
     )
@@ -104,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
         faults = [parse_fault(text) for text in args.fault]
         events = [Event(t, "estop", "e-stop (--estop-at)") for t in args.estop_at]
         events += [Event(t, "reset") for t in args.reset_at]
-        result = run_via_testbed(config, args.via_testbed, faults=faults, events=events)
+        result = run_via_testbed(config, args.via_testbed, faults=faults, events=events,
+                                 progress=None if args.json else ProgressBar())
     elif args.fault or args.estop_at or args.reset_at:
         raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
     else:

@@ -13,11 +13,16 @@ import json
 
 from freeflyer_control.analysis.singularity_map import planar_chain
 from freeflyer_control.analysis.workspace import (
+    MAX_BINS,
+    MAX_GRID,
+    MAX_SAMPLES,
+    MIN_GRID,
     exact_method_applies,
     planar_workspace,
     reachable_annulus,
 )
 from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, robot_from_args
+from freeflyer_control.cli.options import SEED, Whole
 from freeflyer_control.errors import ModelError
 
 
@@ -30,12 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--map", metavar="FILE.png",
                    help="write a picture of the workspaces (and allow the raster method)")
-    p.add_argument("--grid", type=int, default=512,
-                   help="exact method: grid points per joint (default 512)")
-    p.add_argument("--samples", type=int, default=1_000_000,
-                   help="raster: random configurations (default 1000000)")
-    p.add_argument("--bins", type=int, default=200, help="raster: rings (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="raster: random seed (default 0)")
+    p.add_argument("--grid", type=Whole(MIN_GRID, MAX_GRID, what="grid points per joint"), default=512,
+                   help=f"exact method: grid points per joint, {MIN_GRID}..{MAX_GRID} (default 512)")
+    p.add_argument("--samples", type=Whole(1, MAX_SAMPLES, what="random configurations"),
+                   default=1_000_000,
+                   help=f"raster: random configurations, at most {MAX_SAMPLES:.0e} (default 1000000)")
+    p.add_argument("--bins", type=Whole(1, MAX_BINS, what="rings"), default=200,
+                   help=f"raster: rings, at most {MAX_BINS} (default 200)")
+    p.add_argument("--seed", type=SEED, default=0, help="raster: random seed (default 0)")
     p.set_defaults(run=run)
 
 

@@ -10,6 +10,7 @@ time and cause, accepted or not.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 from freeflyer_control.model.loader import FreeFlyerModel
@@ -87,3 +88,72 @@ class ModeSwitcher:
             return 1.0
         x = max(x, 0.0)
         return x * x * (3.0 - 2.0 * x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mode schedules: [(t s, mode)], the run-time switches a simulation or HIL run applies.
+#
+# Times must be finite, >= 0 and strictly increasing as written. An out-of-order schedule is
+# refused rather than sorted: its times are absolute, so "0:floating,20:flying,10:floating" is
+# most likely a typo, and sorting it would fly a sequence nobody wrote (fixing it is one edit).
+# An entry at t = 0 sets the initial mode; entries at or after the end of a run are never
+# flown, which the caller reports (the run's length is not known here).
+
+SCHEDULE_SYNTAX = "TIME:MODE,... with times in s, >= 0 and increasing, e.g. 0:floating,20:flying"
+
+
+def parse_schedule(text: str, option: str = "mode schedule") -> list[tuple[float, str]]:
+    """'0:floating,20:flying' -> [(0.0, 'floating'), (20.0, 'flying')], in the order written.
+
+    Raises:
+        ValueError: naming ``option`` (the option or key the text came from), the entry at
+            fault and the syntax.
+    """
+    out = []
+    for item in filter(None, (part.strip() for part in str(text).split(","))):
+        t, sep, mode = item.partition(":")
+        if not sep:
+            raise ValueError(f"{option} entry '{item}' must look like TIME:MODE ({SCHEDULE_SYNTAX})")
+        try:
+            time_s = float(t)
+        except ValueError:
+            raise ValueError(f"{option} entry '{item}': '{t}' is not a time in seconds ({SCHEDULE_SYNTAX})") from None
+        try:
+            out.append((time_s, Mode.parse(mode.strip()).value))
+        except ValueError:
+            raise ValueError(f"{option} entry '{item}': unknown mode '{mode.strip()}'; modes: "
+                             f"{[m.value for m in Mode]}") from None
+    if not out:
+        raise ValueError(f"{option} is empty; write {SCHEDULE_SYNTAX}")
+    problem = schedule_problem(out, option)
+    if problem:
+        raise ValueError(problem)
+    return out
+
+
+def schedule_problem(schedule, option: str = "mode schedule") -> str | None:
+    """Why ``schedule`` ([(t s, mode)]) cannot be flown as written, or None."""
+    previous = None
+    for t, mode in schedule:
+        entry = f"{t:g}:{mode}"
+        if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
+            return f"{option} entry '{entry}': the time must be a finite number of seconds >= 0"
+        if previous is not None and t <= previous:
+            return (f"{option} entry '{entry}' comes after an entry at {previous:g} s; give the "
+                    f"entries once each in increasing time ({SCHEDULE_SYNTAX})")
+        previous = t
+    return None
+
+
+def initial_mode(mode: str, schedule) -> tuple[str, list[tuple[float, str]]]:
+    """The mode a run starts in and the switches left to apply: an entry at t = 0 of
+    ``schedule`` replaces ``mode``."""
+    remaining = list(schedule)
+    if remaining and remaining[0][0] == 0.0:
+        return Mode.parse(remaining.pop(0)[1]).value, remaining
+    return Mode.parse(mode).value, remaining
+
+
+def entries_never_flown(schedule, duration: float) -> list[tuple[float, str]]:
+    """The entries of ``schedule`` at or after the end of a ``duration`` s run."""
+    return [(t, m) for t, m in schedule if t >= duration]

@@ -9,11 +9,12 @@ the testbed did: trips, refused samples, estimation errors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from freeflyer_control.control.maneuvers import make_maneuver
+from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.sim.runner import Recorder, SimConfig, SimResult, initial_state, summarize
 
 from .config import load_testbed_config
@@ -22,9 +23,12 @@ from .runner import Event, run_hil
 
 
 def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] = (),
-                    events: Sequence[Event] = ()) -> SimResult:
+                    events: Sequence[Event] = (),
+                    progress: Callable[[float, float], None] | None = None) -> SimResult:
     """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
-    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets).
+    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets);
+    ``progress(t, duration)`` is called after every controller tick (it throttles itself, as
+    :class:`freeflyer_control.sim.progress.ProgressBar` does).
 
     The testbed fixes the robot and the control rate; ``config.robot`` must name the same robot
     (or be left at its default), and model errors (``mass_error``) are not emulated.
@@ -40,8 +44,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     maneuver = make_maneuver(config.maneuver)
     state = initial_state(ff, config, maneuver)
     duration = float(config.duration or maneuver.duration)
-    schedule = list(config.mode_schedule)
-    mode = schedule.pop(0)[1] if schedule and schedule[0][0] == 0.0 else config.mode
+    mode, schedule = initial_mode(config.mode, config.mode_schedule)
     events = [Event(t, "mode", m) for t, m in schedule] + list(events)
 
     recorder = Recorder(ff)
@@ -54,9 +57,13 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
             recorder.record(t, truth, info, out.actuation)
         ticks["info"] = info
         ticks["n"] += 1
+        if progress is not None:
+            progress(t, duration)
 
     run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
                   faults=faults, on_control=record)
+    if progress is not None:
+        progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)
     result.summary = summarize(result, run.controller.loop, duration, run.wall_time)
     s = run.series

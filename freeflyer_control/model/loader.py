@@ -22,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError, ModelError
+from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.model.config import BASE_TYPES, RobotConfig, Thruster, load_robot_config
 from freeflyer_control.model.urdf_checks import UrdfReport, check_urdf, read_urdf
 
@@ -223,8 +224,8 @@ def load_model(
         ready_pose=dict(config.ready_pose) if config else {},
     )
     _check_against_urdf(ff, report, source)
-    for w in report.warnings:
-        log.warning("%s: %s", source, w)
+    for w in report.warnings:  # each already begins with the source (urdf_checks._Ctx.warn)
+        log.warning("%s", w)
     return ff
 
 
@@ -304,6 +305,10 @@ def _check_against_urdf(ff: FreeFlyerModel, report: UrdfReport, source: str) -> 
                 f"{source}: ready_pose names joint '{joint}', which is not in the URDF; "
                 f"joints: {list(ff.joint_names)}"
             )
+    # A ready pose is where runs start: outside the joint's URDF range the robot cannot be.
+    outside = limit_violations(ff, ff.ready_pose)
+    if outside:
+        raise ConfigError(f"{source}: ready_pose: {outside[0]}; give an angle inside the limits")
     for arm, joints in ff.arms.items():
         for j in joints:
             if j not in ff.arm_joint_names:

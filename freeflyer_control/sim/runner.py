@@ -16,6 +16,7 @@ import pinocchio as pin
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import make_maneuver
+from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, schedule_problem
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.modes import Mode
@@ -30,6 +31,7 @@ from freeflyer_control.physics.state import (
     rotation_from_xyzw,
 )
 from freeflyer_control.sim.body_momentum import group_momenta
+from freeflyer_control.sim.limits import run_size_problem
 
 
 @dataclass
@@ -75,25 +77,19 @@ class SimConfig:
             raise ValueError(f"plant_substeps must be >= 1, got {self.plant_substeps}")
         if not (np.isfinite(self.log_rate) and self.log_rate > 0):
             raise ValueError(f"log_rate must be a positive number of Hz, got {self.log_rate}")
-        for t, mode in self.mode_schedule:
+        for _, mode in self.mode_schedule:
             Mode.parse(mode)
-            if t < 0:
-                raise ValueError(f"mode schedule time must be >= 0 s, got {t}")
+        problem = schedule_problem(self.mode_schedule, "mode_schedule")
+        if problem is None and self.duration is not None:
+            problem = run_size_problem(self.duration, self.rate, int(self.plant_substeps), self.log_rate)
+        if problem:
+            raise ValueError(problem)
 
 
-def parse_mode_schedule(text: str) -> list[tuple[float, str]]:
-    """'0:floating,20:flying' -> [(0.0, 'floating'), (20.0, 'flying')], sorted by time."""
-    out = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        t, sep, mode = item.partition(":")
-        if not sep:
-            raise ValueError(f"mode schedule entry '{item}' must look like TIME:MODE, e.g. 20:flying")
-        try:
-            time_s = float(t)
-        except ValueError:
-            raise ValueError(f"mode schedule entry '{item}': '{t}' is not a time in seconds") from None
-        out.append((time_s, Mode.parse(mode).value))
-    return sorted(out)
+def parse_mode_schedule(text: str, option: str = "mode schedule") -> list[tuple[float, str]]:
+    """'0:floating,20:flying' -> [(0.0, 'floating'), (20.0, 'flying')]; out-of-order, negative
+    or non-finite times are refused (:func:`freeflyer_control.control.mode_switch.parse_schedule`)."""
+    return parse_schedule(text, option)
 
 
 @dataclass
@@ -220,10 +216,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
     model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
     maneuver = make_maneuver(config.maneuver)
-    schedule = list(config.mode_schedule)
-    mode = schedule[0][1] if schedule and schedule[0][0] == 0.0 else config.mode
-    if schedule and schedule[0][0] == 0.0:
-        schedule.pop(0)
+    mode, schedule = initial_mode(config.mode, config.mode_schedule)
 
     state = initial_state(ff, config, maneuver)
 
@@ -308,7 +301,7 @@ def summarize(result: SimResult, loop: ControlLoop, duration: float, wall: float
         units = "rad (arm joint positions)"
     return {
         "robot": ff.name,
-        "mode": result.config.mode if not result.config.mode_schedule else result.config.mode_schedule[0][1],
+        "mode": initial_mode(result.config.mode, result.config.mode_schedule)[0],
         "final_mode": loop.mode.value,
         "controller": result.config.controller,
         "maneuver": loop.maneuver.name,

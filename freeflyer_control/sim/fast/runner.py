@@ -30,6 +30,7 @@ from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.momentum import world_momentum
 
@@ -82,6 +83,9 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
                        base_actuation=config.base_actuation)
     loop.start(state)
     duration = float(config.duration or maneuver.duration)
+    too_large = run_size_problem(duration, config.rate, int(config.plant_substeps), config.log_rate)
+    if too_large:  # the log arrays below are sized by it
+        raise ValueError(too_large)
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     recorder = Recorder(ff)  # for its column names
@@ -102,8 +106,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
         _REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
         np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps,
     )
-    ticks = np.arange(n_ticks + 1)
-    logged = ticks[(ticks % log_every == 0) | (ticks == n_ticks)]
+    logged = _logged_ticks(n_ticks, log_every)
     rows = logged.size
     arm_tau, ref_pos, ref_vel = np.empty((rows, na)), np.empty((rows, na)), np.empty((rows, na))
     log_q, log_v = np.empty((rows, q.size)), np.empty((rows, nv))
@@ -131,6 +134,13 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
     result.summary = summarize(result, loop, duration, wall)
     result.summary["engine"] = "compiled (numba)"
     return result
+
+
+def _logged_ticks(n_ticks: int, log_every: int) -> np.ndarray:
+    """The ticks the loop logs: every ``log_every``-th and the last, without building the
+    (possibly huge) array of all ticks."""
+    logged = np.arange(0, n_ticks + 1, log_every)
+    return logged if logged[-1] == n_ticks else np.append(logged, n_ticks)
 
 
 def _series(ff, km, columns, t, mode, log_q, log_v, arm_tau, ref_pos, ref_vel) -> dict[str, np.ndarray]:
