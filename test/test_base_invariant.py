@@ -167,3 +167,37 @@ def test_fixed_base_upsilon_rank_is_the_number_of_joints_down_to_the_ground():
         ranks[ff.model.names[k]] = rank
         assert rank == min(6, depth), (ff.model.names[k], s)
     assert [ranks[f"joint{j}"] for j in range(1, 8)] == [1, 2, 3, 4, 5, 6, 6]
+
+
+@pytest.mark.parametrize("name", BUNDLED_ROBOTS)
+def test_alg8_referred_to_one_common_point_equals_the_per_link_frames(name):
+    """The recursions hold for any body points; referring every body to the world origin
+    (all phi = I, the fast path) and moving Lambda(k) to O_k afterwards changes nothing."""
+    ff = robot(name)
+    q = random_state(ff, np.random.default_rng(7)).q
+    per_link = build_tree(ff, ff.create_data(), q)
+    common = build_tree(ff, ff.create_data(), q, common_point=True)
+    assert _rel(osi_all_links(common)[1:], osi_all_links(per_link)[1:]) < REL
+    for free in (np.eye(per_link.dim), np.eye(per_link.dim)[:, :1], np.zeros((per_link.dim, 0))):
+        assert _rel(inverse_osi_all_links(common, free)[1:],
+                    inverse_osi_all_links(per_link, free)[1:]) < REL
+
+
+SLIDER_URDF = """<robot name="slider">
+  <link name="base_link"><inertial><mass value="10"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="rail"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="slide" type="prismatic"><parent link="base_link"/><child link="rail"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+</robot>"""
+
+
+def test_a_prismatic_joint_is_refused_by_name():
+    from freeflyer_control.errors import ModelError
+    from freeflyer_control.model import load_model
+
+    ff = load_model(SLIDER_URDF, base="spatial")
+    with pytest.raises(ModelError) as err:
+        build_tree(ff, ff.create_data(), pin.neutral(ff.model))
+    assert str(err.value) == (
+        "joint 'slide' of robot 'slider' is not a revolute joint; the base-invariant "
+        "(Jain-Rodriguez) module handles revolute arm joints only")

@@ -43,6 +43,32 @@ def phi(l: np.ndarray) -> np.ndarray:
     return out
 
 
+def skew_batch(x: np.ndarray) -> np.ndarray:
+    """(n, 3) -> (n, 3, 3) cross-product matrices."""
+    out = np.zeros(x.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -x[..., 2], x[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = x[..., 2], -x[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -x[..., 1], x[..., 0]
+    return out
+
+
+def phi_batch(l: np.ndarray) -> np.ndarray:
+    """(n, 3) levers -> (n, 6, 6) force transforms phi(l) (spatial.phi, batched)."""
+    out = np.zeros(l.shape[:-1] + (6, 6))
+    out[..., range(6), range(6)] = 1.0
+    out[..., :3, 3:] = skew_batch(l)
+    return out
+
+
+def cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise x cross y for (..., 3) arrays (np.cross costs ~40 us per call here)."""
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape))
+    out[..., 0] = x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1]
+    out[..., 1] = x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2]
+    out[..., 2] = x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
+    return out
+
+
 def spatial_inertia(mass: float, p: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
     """The paper's M(k) = [[J, m p~], [-m p~, m I]] about the link point O_k (6 x 6).
 

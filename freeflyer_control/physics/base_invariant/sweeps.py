@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from freeflyer_control.physics.base_invariant.spatial import PLANAR, phi_batch
 from freeflyer_control.physics.base_invariant.tree import Tree
 
 
@@ -52,6 +53,21 @@ def _inv(D: np.ndarray) -> np.ndarray:
     return np.linalg.inv(D) if D.size else D
 
 
+def _through_hinge(A: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An articulated inertia ``A`` seen through hinge H*: returns (A H* D^-1, D^-1, the
+    projected A - A H* D^-1 H A) with D = H A H*. One-DOF hinges take the scalar path
+    (np.linalg.inv costs ~10 us even on 1 x 1)."""
+    if H.shape[1] == 1:
+        AH = A @ H[:, 0]
+        d_inv = 1.0 / (H[:, 0] @ AH)
+        g = AH * d_inv
+        return g[:, None], np.array([[d_inv]]), A - g[:, None] * AH
+    AH = A @ H
+    D_inv = _inv(H.T @ AH)
+    G = AH @ D_inv
+    return G, D_inv, A - G @ AH.T
+
+
 def p_sweep(tree: Tree, T: list | None = None) -> Sweep:
     """Alg. 2 (and Alg. 3 if ``T`` is given), tip to base.
 
@@ -68,12 +84,10 @@ def p_sweep(tree: Tree, T: list | None = None) -> Sweep:
     z = np.zeros((n, d)) if with_z else None
     z_plus = np.zeros((n, d)) if with_z else None
     nu: list | None = [None] * n if with_z else None
+    common = tree.common_point
     for k in range(n - 1, 0, -1):  # children have larger indices: all gathered by now
         H = tree.H[k]
-        PH = P[k] @ H
-        D_inv[k] = _inv(H.T @ PH)
-        G[k] = PH @ D_inv[k]
-        P_plus[k] = P[k] - G[k] @ PH.T  # tau_bar P, tau_bar = I - G H
+        G[k], D_inv[k], P_plus[k] = _through_hinge(P[k], H)  # P+ = tau_bar P, tau_bar = I - G H
         if with_z:
             z[k] += tree.b[k] + P[k] @ tree.a[k]
             eps = T[k] - H.T @ z[k]
@@ -82,7 +96,7 @@ def p_sweep(tree: Tree, T: list | None = None) -> Sweep:
         p = tree.parent[k]
         if p:
             X = tree.phi_in[k]
-            P[p] += X @ P_plus[k] @ X.T
+            P[p] += P_plus[k] if common else X @ P_plus[k] @ X.T
             if with_z:
                 z[p] += X @ z_plus[k]
     return Sweep(P, P_plus, G, D_inv, z, z_plus, nu)
@@ -107,6 +121,7 @@ def s_sweep(tree: Tree, ps: Sweep, T: list | None = None) -> Sweep:
     if with_z:
         zs[1] = -T[1]
     I = np.eye(d)
+    common = tree.common_point
     for k in range(2, n):
         p = tree.parent[k]
         X = tree.phi_in[k]
@@ -116,15 +131,13 @@ def s_sweep(tree: Tree, ps: Sweep, T: list | None = None) -> Sweep:
         for s in tree.children[p]:
             if s != k:  # scatter: the parent's other subtrees join the base side of hinge k
                 Xs = tree.phi_in[s]
-                S_hat = S_hat + Xs @ ps.inertia_plus[s] @ Xs.T
+                S_hat = S_hat + (ps.inertia_plus[s] if common else Xs @ ps.inertia_plus[s] @ Xs.T)
                 if with_z:
                     z_hat = z_hat + Xs @ ps.z_plus[s]
-        S_plus[k] = X_inv @ S_hat @ X_inv.T
+        S_plus[k] = S_hat if common else X_inv @ S_hat @ X_inv.T
         H = tree.H[k]
-        SH = S_plus[k] @ H
-        D_inv[k] = _inv(H.T @ SH)
-        G[k] = -SH @ D_inv[k]
-        S[k] = S_plus[k] + G[k] @ SH.T  # tau_bar_s S+, tau_bar_s = I + G_s H
+        G_p, D_inv[k], S[k] = _through_hinge(S_plus[k], H)  # S = tau_bar_s S+
+        G[k] = -G_p  # G_s = -S+ H* D_s^-1, tau_bar_s = I + G_s H
         if with_z:
             zs_plus[k] = X_inv @ z_hat
             r = zs_plus[k] - S_plus[k] @ tree.a[k]
@@ -169,7 +182,17 @@ def osi_all_links(tree: Tree) -> np.ndarray:
     """
     ps = p_sweep(tree)
     ss = s_sweep(tree, ps)
-    return ps.inertia + ss.inertia
+    lam = ps.inertia + ss.inertia
+    if tree.common_point:  # referred to the world origin: move each Lambda(k) to O_k
+        X = _point_transforms(tree, -1.0)
+        lam = X @ lam @ X.transpose(0, 2, 1)
+    return lam
+
+
+def _point_transforms(tree: Tree, sign: float) -> np.ndarray:
+    """phi(sign * O_k) (n, d, d) for every body, in the tree's algebra."""
+    X = phi_batch(sign * tree.origin)
+    return X[:, PLANAR[:, None], PLANAR] if tree.dim == 3 else X
 
 
 def inverse_osi_all_links(tree: Tree, base_free: np.ndarray, ps: Sweep | None = None) -> np.ndarray:
@@ -187,6 +210,8 @@ def inverse_osi_all_links(tree: Tree, base_free: np.ndarray, ps: Sweep | None = 
     for k in range(1, n):
         if k == 1:
             H = base_free
+            if tree.common_point:  # the directions at O_n, seen at the world origin
+                H = _point_transforms(tree, -1.0)[1].T @ base_free
             PH = ps.inertia[1] @ H
             D_inv = _inv(H.T @ PH)
             G = PH @ D_inv
@@ -197,4 +222,7 @@ def inverse_osi_all_links(tree: Tree, base_free: np.ndarray, ps: Sweep | None = 
             U_plus = X.T @ U[tree.parent[k]] @ X
         tau_bar = I - G @ H.T
         U[k] = tau_bar.T @ U_plus @ tau_bar + H @ D_inv @ H.T
+    if tree.common_point:  # Upsilon(O_k) = phi(O_k)^T Upsilon(origin) phi(O_k)
+        X = _point_transforms(tree, 1.0)
+        U = X.transpose(0, 2, 1) @ U @ X
     return U

@@ -29,14 +29,20 @@ import pinocchio as pin
 from freeflyer_control.errors import ModelError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.base_invariant.spatial import (
-    PLANAR, from_pinocchio, phi, spatial_inertia,
+    PLANAR, cross, from_pinocchio, phi_batch, skew_batch,
 )
 
 
 @dataclass
 class Tree:
     """The paper's quantities for every body, indexed like Pinocchio's joints (0 = ground,
-    unused). ``dim`` is 6 (spatial) or 3 (planar sub-algebra [omega_z; v_x; v_y])."""
+    unused). ``dim`` is 6 (spatial) or 3 (planar sub-algebra [omega_z; v_x; v_y]).
+
+    ``common_point``: every body's reference point is the world origin instead of O_k (the
+    recursions hold for any choice of body points; with one common point every phi is the
+    identity, which :func:`sweeps.osi_all_links` uses to save two 6 x 6 products per body).
+    Only for inertias: V, a and b are zero in such a tree.
+    """
 
     dim: int
     parent: np.ndarray  # (n,) parent body, 0 for the base
@@ -50,71 +56,138 @@ class Tree:
     a: np.ndarray  # (n, d)
     b: np.ndarray  # (n, d)
     names: tuple[str, ...]  # joint names; names[1] is the base joint
+    common_point: bool = False
 
     @property
     def n(self) -> int:
         return self.parent.shape[0]
 
 
+@dataclass(frozen=True)
+class _Static:
+    """What does not change with the state: read from the model once."""
+
+    mass: np.ndarray  # (n,)
+    lever: np.ndarray  # (n, 3) CoM in the joint frame
+    inertia: np.ndarray  # (n, 3, 3) about the CoM, joint frame
+    axis: np.ndarray  # (n, 3) revolute axis in the joint frame (row 1: unused)
+    parent: np.ndarray
+    children: tuple[tuple[int, ...], ...]
+
+
+# Per model, like physics.gjm's frame ids: keyed by id(ff), ff kept in the entry so that the
+# id cannot be reused by another model while the entry lives.
+_STATIC: dict[int, tuple[FreeFlyerModel, _Static]] = {}
+
+
+def _static(ff: FreeFlyerModel) -> _Static:
+    entry = _STATIC.get(id(ff))
+    if entry is not None and entry[0] is ff:
+        return entry[1]
+    model = ff.model
+    n = model.njoints
+    data = model.createData()
+    q0 = pin.neutral(model)
+    pin.computeJointJacobians(model, data, q0)
+    axis = np.zeros((n, 3))
+    for k in range(2, n):
+        joint = model.joints[k]
+        omega = data.J[3:, joint.idx_v] if joint.nv == 1 else np.zeros(3)
+        if np.linalg.norm(omega) < 0.5:
+            raise ModelError(
+                f"joint '{model.names[k]}' of robot '{ff.name}' is not a revolute joint; the "
+                "base-invariant (Jain-Rodriguez) module handles revolute arm joints only"
+            )
+        axis[k] = data.oMi[k].rotation.T @ omega  # Pinocchio's axes pass through the origin
+    parent = np.array(model.parents, dtype=int)
+    static = _Static(
+        mass=np.array([model.inertias[k].mass for k in range(n)]),
+        lever=np.array([model.inertias[k].lever for k in range(n)]),
+        inertia=np.array([model.inertias[k].inertia for k in range(n)]),
+        axis=axis,
+        parent=parent,
+        children=tuple(tuple(c for c in range(1, n) if parent[c] == k) for k in range(n)),
+    )
+    _STATIC[id(ff)] = (ff, static)
+    return static
+
+
 def build_tree(
-    ff: FreeFlyerModel, data: pin.Data, q: np.ndarray, v: np.ndarray | None = None
+    ff: FreeFlyerModel,
+    data: pin.Data,
+    q: np.ndarray,
+    v: np.ndarray | None = None,
+    *,
+    common_point: bool = False,
 ) -> Tree:
     """The paper's data at configuration ``q`` and velocity ``v`` (Pinocchio's convention;
     ``v=None`` for rest: then a = b = 0, all that the inertias need).
+
+    Args:
+        common_point: refer every body to the world origin (see :class:`Tree`); needs
+            ``v=None``.
 
     Raises:
         ModelError: a non-base joint that is not a 1-DOF revolute joint (the paper's Coriolis
             term a(k) is written for revolute hinges).
     """
+    if common_point and v is not None:
+        raise ValueError("common_point trees carry inertias only: call with v=None")
+    st = _static(ff)
     model = ff.model
     n = model.njoints
-    v = np.zeros(model.nv) if v is None else v
-    pin.computeJointJacobians(model, data, q)
-    pin.forwardKinematics(model, data, q, v)
-    J = data.J  # world frame: column = [velocity of the point at the world origin; omega]
-
+    if v is None:
+        pin.forwardKinematics(model, data, q)
+    else:
+        pin.forwardKinematics(model, data, q, v)
     origin = np.zeros((n, 3))
     rotation = np.zeros((n, 3, 3))
-    M = np.zeros((n, 6, 6))
-    V = np.zeros((n, 6))
-    H: list[np.ndarray] = [np.zeros((6, 0)), np.eye(6)]
+    rotation[0] = np.eye(3)
     for k in range(1, n):
         oMi = data.oMi[k]
         origin[k], rotation[k] = oMi.translation, oMi.rotation
-        inertia = model.inertias[k]
-        R = oMi.rotation
-        M[k] = spatial_inertia(inertia.mass, R @ inertia.lever, R @ inertia.inertia @ R.T)
-        V[k] = from_pinocchio(R, data.v[k].vector)
-        if k == 1:
-            continue
-        joint = model.joints[k]
-        omega = J[3:, joint.idx_v] if joint.nv == 1 else None
-        if omega is None or np.linalg.norm(omega) < 0.5:
-            raise ModelError(
-                f"joint '{model.names[k]}' of robot '{ff.name}' is not a revolute joint; the "
-                "base-invariant (Jain-Rodriguez) module handles revolute arm joints only"
-            )
-        H.append(np.concatenate([omega, J[:3, joint.idx_v] + np.cross(omega, origin[k])])[:, None])
 
-    parent = np.array(model.parents, dtype=int)
-    phi_in = np.zeros((n, 6, 6))
+    # Spatial inertias (spatial.spatial_inertia, batched) about O_k, or the world origin.
+    com = np.einsum("kij,kj->ki", rotation, st.lever)  # O_k -> CoM, world axes
+    point = origin + com if common_point else com  # reference point -> CoM
+    pt = skew_batch(point)
+    m = st.mass[:, None, None]
+    M = np.zeros((n, 6, 6))
+    M[:, :3, :3] = rotation @ st.inertia @ rotation.transpose(0, 2, 1) - m * pt @ pt
+    M[:, :3, 3:] = m * pt
+    M[:, 3:, :3] = -m * pt
+    M[:, 3:, 3:] = m * np.eye(3)
+
+    axis = np.einsum("kij,kj->ki", rotation, st.axis)
+    hinge = np.zeros((n, 6))
+    hinge[:, :3] = axis
+    if common_point:  # velocity of the body point at the world origin: O_k x axis per unit rate
+        hinge[:, 3:] = cross(origin, axis)
+    H = (np.zeros((6, 0)), np.eye(6)) + tuple(hinge[k][:, None] for k in range(2, n))
+
+    parent = st.parent
+    if common_point:
+        phi_in = np.broadcast_to(np.eye(6), (n, 6, 6))
+    else:
+        phi_in = phi_batch(origin - origin[parent])
+        phi_in[1] = np.eye(6)
+    V = np.zeros((n, 6))
     a = np.zeros((n, 6))
     b = np.zeros((n, 6))
-    for k in range(1, n):
-        p = parent[k]
-        phi_in[k] = phi(origin[k] - origin[p]) if p else np.eye(6)
-        w = V[k, :3]
-        J_O = M[k, :3, :3]
-        mp = mass_times_lever(M[k])
-        b[k, :3] = np.cross(w, J_O @ w)
-        b[k, 3:] = np.cross(w, np.cross(w, mp))
-        if p:
-            wp = V[p, :3]
-            a[k, :3] = np.cross(wp, w)
-            a[k, 3:] = np.cross(wp, V[k, 3:] - V[p, 3:])
-    children = tuple(tuple(int(c) for c in range(1, n) if parent[c] == k) for k in range(n))
-    tree = Tree(6, parent, children, origin, rotation, M, phi_in, tuple(H), V, a, b,
-                tuple(model.names))
+    if v is not None:
+        for k in range(1, n):
+            V[k] = from_pinocchio(rotation[k], data.v[k].vector)
+        w = V[:, :3]
+        J_O = M[:, :3, :3]
+        mp = st.mass[:, None] * com
+        b[:, :3] = cross(w, np.einsum("kij,kj->ki", J_O, w))
+        b[:, 3:] = cross(w, cross(w, mp))
+        wp = w[parent]
+        a[:, :3] = cross(wp, w)
+        a[:, 3:] = cross(wp, V[:, 3:] - V[parent, 3:])
+        a[:2] = 0.0  # the base's hinge is to the (still) ground
+    tree = Tree(6, parent, st.children, origin, rotation, M, phi_in, H, V, a, b,
+                tuple(model.names), common_point)
     return planar_projection(tree) if ff.base == "planar" else tree
 
 
@@ -127,10 +200,5 @@ def planar_projection(tree: Tree) -> Tree:
 
     H = (np.zeros((3, 0)), np.eye(3)) + tuple(h[E] for h in tree.H[2:])
     return Tree(3, tree.parent, tree.children, tree.origin, tree.rotation, square(tree.M),
-                square(tree.phi_in), H, tree.V[:, E], tree.a[:, E], tree.b[:, E], tree.names)
-
-
-def mass_times_lever(M: np.ndarray) -> np.ndarray:
-    """m p (3,) read back from a 6 x 6 spatial inertia's m p~ block."""
-    return np.array([M[2, 4], M[0, 5], M[1, 3]])
-
+                square(tree.phi_in), H, tree.V[:, E], tree.a[:, E], tree.b[:, E], tree.names,
+                tree.common_point)
