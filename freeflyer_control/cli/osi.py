@@ -1,6 +1,7 @@
 """``freeflyer osi``: print the operational-space inertia Lambda of a frame in a mode.
 
-The base is at the world origin with identity attitude. Rows and columns: linear then angular
+The base (the root link: ``--root``, else the robot's base) is at the world origin with
+identity attitude. Rows and columns: linear then angular
 acceleration of the frame origin in world axes (planar: vx, vy, wz), like the GJM's rows. The
 commanded base coordinates of the mode are held, the joints yield (physics.operational_space).
 A frame whose Lambda is singular (a kinematic singularity of the mode) is reported with exit
@@ -15,8 +16,8 @@ import sys
 
 from freeflyer_control.cli.common import (
     add_mode_frame_arguments, add_robot_arguments, frame_from_args, parse_joint_positions,
-    robot_from_args,
 )
+from freeflyer_control.model import load_robot
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import operational_space_inertia
 from freeflyer_control.physics.state import make_state
@@ -26,14 +27,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("osi", help="operational-space inertia of a frame in a maneuvering mode")
     add_robot_arguments(p)
     add_mode_frame_arguments(p)
+    p.add_argument("--root", metavar="LINK",
+                   help="float this link as the base (re-rooting); default: the robot's base")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    ff = robot_from_args(args)
+    mode = Mode.parse(args.mode)
+    # Floating mode needs no base actuator, so a root away from them is fine there.
+    ff = load_robot(args.robot, base=args.base, end_effectors=args.ee, root=args.root,
+                    floating_only=mode is Mode.FLOATING)
     frame = frame_from_args(ff, args.frame)
     state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))
-    osi = operational_space_inertia(ff, ff.create_data(), state.q, Mode.parse(args.mode), frame)
+    osi = operational_space_inertia(ff, ff.create_data(), state.q, mode, frame)
     n = len(osi.row_names)
     if osi.singular:
         print(f"freeflyer osi: Lambda of '{frame}' in {osi.mode.value} mode is singular (Lambda^-1 "

@@ -34,7 +34,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.base_invariant.spatial import SWAP, phi
+from freeflyer_control.physics.base_invariant.spatial import PLANAR, SWAP, phi
 from freeflyer_control.physics.base_invariant.sweeps import inverse_osi_all_links, osi_all_links as _alg8
 from freeflyer_control.physics.base_invariant.tree import build_tree
 from freeflyer_control.physics.dynamics import mass_matrix
@@ -130,38 +130,41 @@ def base_free_directions(base: str, mode: Mode | str) -> np.ndarray:
 def osi_all_links(
     ff: FreeFlyerModel, data: pin.Data, q: np.ndarray, mode: Mode | str = Mode.FLOATING
 ) -> dict[str, OperationalSpaceInertia]:
-    """Lambda of every body (at its joint origin, the URDF link frame) through the paper's
-    sweeps: Alg. 8 (P + S) in floating mode, Eq. 4.7's Upsilon with the held base directions
-    in the others. Keyed by the body's link name (the joint's child link)."""
+    """Lambda of every body at its URDF link frame's origin, through the paper's sweeps:
+    Alg. 8 (P + S) in floating mode, Eq. 4.7's Upsilon with the held base directions in the
+    others. Keyed by link name (the joint's child link)."""
     mode = Mode.parse(mode)
     tree = build_tree(ff, data, q, common_point=True)
     free = base_free_directions(ff.base, mode)
     upsilon = inverse_osi_all_links(tree, free)
     lam = _alg8(tree) if mode is Mode.FLOATING else None
-    rows = PLANAR_ROWS if ff.base == "planar" else SPATIAL_ROWS
-    order = _PLANAR_FROM_PAPER if ff.base == "planar" else SWAP
+    planar = ff.base == "planar"
+    rows = PLANAR_ROWS if planar else SPATIAL_ROWS
+    order = _PLANAR_FROM_PAPER if planar else SWAP
     out = {}
-    for k, link in body_links(ff).items():
-        osi = _finish(upsilon[k][np.ix_(order, order)], mode, link, None, rows)
-        if lam is not None:  # Alg. 8 gives Lambda without inverting Upsilon
-            osi = OperationalSpaceInertia(lam[k][np.ix_(order, order)], osi.inverse, osi.rank,
-                                          mode, link, osi.point, rows)
+    for k, (link, placement) in body_links(ff).items():
+        # From O_k to the link frame's origin (they differ on re-rooted models).
+        X = phi(tree.rotation[k] @ placement.translation)
+        if planar:
+            X = X[np.ix_(PLANAR, PLANAR)]
+        osi = _finish((X.T @ upsilon[k] @ X)[np.ix_(order, order)], mode, link, None, rows)
+        if lam is not None and not osi.singular:  # Alg. 8 gives Lambda without inverting
+            X_inv = 2.0 * np.eye(X.shape[0]) - X  # phi(-l)
+            matrix = (X_inv @ lam[k] @ X_inv.T)[np.ix_(order, order)]
+            osi = OperationalSpaceInertia(matrix, osi.inverse, osi.rank, mode, link, osi.point, rows)
         out[link] = osi
     return out
 
 
-def body_links(ff: FreeFlyerModel) -> dict[int, str]:
-    """Pinocchio body (joint) index -> the URDF link whose frame is that joint's frame."""
-    out: dict[int, str] = {}
-    for f in ff.model.frames:
-        if f.type == pin.FrameType.BODY and f.parentJoint > 0 and f.parentJoint not in out:
-            if f.placement.isIdentity():
-                out[f.parentJoint] = f.name
+def body_links(ff: FreeFlyerModel) -> dict[int, tuple[str, pin.SE3]]:
+    """Pinocchio body (joint) index -> (the joint's child URDF link, its frame's placement in
+    the joint frame: identity, except for links moved by re-rooting)."""
+    model = ff.model
+    out: dict[int, tuple[str, pin.SE3]] = {}
+    for f in model.frames:
+        if f.type != pin.FrameType.BODY or f.parentJoint == 0 or f.parentJoint in out:
+            continue
+        previous = model.frames[f.parentFrame]
+        if previous.type == pin.FrameType.JOINT or f.parentJoint == 1:
+            out[f.parentJoint] = (f.name, f.placement)
     return dict(sorted(out.items()))
-
-
-def transported_inverse(upsilon_k: np.ndarray, lever: np.ndarray) -> np.ndarray:
-    """Lambda^-1 at a point of body k, from Lambda^-1 at O_k (paper order, 6 x 6): the point
-    is ``lever`` (world axes, m) away from O_k. Upsilon_F = phi(l)^T Upsilon_k phi(l)."""
-    X = phi(lever)
-    return X.T @ upsilon_k @ X
