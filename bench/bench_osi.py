@@ -12,7 +12,9 @@ run (bench_core's method: warm-up, batches, the order rotated every repeat, medi
 * Pinocchio route, all links sharing one CRBA and one factorisation of M (the cheapest way to
   get every link from Pinocchio's Python API, for honesty);
 * ``operational_space_inertia`` (the package's per-frame API, Pinocchio route, with mode
-  bookkeeping and the rank check), one link.
+  bookkeeping and the rank check), one link;
+* one impedance control tick (control.impedance, floating and flying modes), against the
+  50 us control-tick budget.
 
 Usage (from the repository root):
 
@@ -31,14 +33,17 @@ import numpy as np
 import pinocchio as pin
 from bench_core import REPO, Case, cpu_times, load_during, machine_facts, run  # noqa: F401
 
+from freeflyer_control.control.impedance import ImpedanceController, TaskTarget
 from freeflyer_control.model import load_robot
 from freeflyer_control.physics.base_invariant.sweeps import osi_all_links
 from freeflyer_control.physics.base_invariant.tree import build_tree
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import operational_space_inertia
+from freeflyer_control.physics.state import make_state
 
 N_STATES = 16
+TICK_BUDGET_US = 50.0  # the control-tick budget of the issue
 
 
 def cases(name: str, rng: np.random.Generator) -> tuple[list[Case], int]:
@@ -79,11 +84,23 @@ def cases(name: str, rng: np.random.Generator) -> tuple[list[Case], int]:
     def api_one():
         return operational_space_inertia(ff, data, q(), Mode.FLOATING, ee)
 
+    ctrl = ImpedanceController(ff, ee)
+    state = make_state(ff, joint_positions=ff.ready_pose,
+                       joint_velocities=rng.uniform(-0.3, 0.3, ff.nj))
+    pin.framesForwardKinematics(model, data, state.q)
+    pose = data.oMf[model.getFrameId(ee)]
+    target = TaskTarget(pose.translation + 0.02, pose.rotation)
+
+    def tick(mode):
+        return lambda: ctrl.effort(state, mode, target)
+
     return [
         Case(name, "Alg. 8, all links", alg8),
         Case(name, "Pinocchio route, one link", pin_one_link),
         Case(name, "Pinocchio route, all links, shared CRBA", pin_all_shared),
         Case(name, "operational_space_inertia, one frame", api_one),
+        Case(name, "impedance tick, floating", tick(Mode.FLOATING)),
+        Case(name, "impedance tick, flying", tick(Mode.FLYING)),
     ], n_links
 
 
@@ -119,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Alg. 8 all links {med['Alg. 8, all links']:.1f} µs vs Pinocchio route per link x "
           f"{n_links} links {target:.1f} µs: {'PASS' if ok else 'FAIL'} "
           f"({target / med['Alg. 8, all links']:.2f}x)")
+    for mode in ("floating", "flying"):
+        t = med[f"impedance tick, {mode}"]
+        print(f"impedance tick {mode} {t:.1f} µs (budget {TICK_BUDGET_US:.0f} µs): "
+              f"{'PASS' if t <= TICK_BUDGET_US else 'FAIL'}")
     return 0
 
 
