@@ -201,3 +201,12 @@ def test_a_prismatic_joint_is_refused_by_name():
     assert str(err.value) == (
         "joint 'slide' of robot 'slider' is not a revolute joint; the base-invariant "
         "(Jain-Rodriguez) module handles revolute arm joints only")
+
+
+@pytest.mark.parametrize("name", BUNDLED_ROBOTS)
+def test_compiled_alg8_equals_the_numpy_sweeps(name):
+    pytest.importorskip("numba", reason="the compiled Alg. 8 needs numba (pip install .[fast])")
+    ff = robot(name)
+    q = random_state(ff, np.random.default_rng(8)).q
+    tree = build_tree(ff, ff.create_data(), q, common_point=True)
+    assert _rel(osi_all_links(tree, compiled=True)[1:], osi_all_links(tree)[1:]) < REL

@@ -128,16 +128,21 @@ def base_free_directions(base: str, mode: Mode | str) -> np.ndarray:
 
 
 def osi_all_links(
-    ff: FreeFlyerModel, data: pin.Data, q: np.ndarray, mode: Mode | str = Mode.FLOATING
+    ff: FreeFlyerModel, data: pin.Data, q: np.ndarray, mode: Mode | str = Mode.FLOATING,
+    *, compiled: bool = False,
 ) -> dict[str, OperationalSpaceInertia]:
     """Lambda of every body at its URDF link frame's origin, through the paper's sweeps:
     Alg. 8 (P + S) in floating mode, Eq. 4.7's Upsilon with the held base directions in the
-    others. Keyed by link name (the joint's child link)."""
+    others. Keyed by link name (the joint's child link).
+
+    Args:
+        compiled: Alg. 8 as one numba loop (needs numba; the first call compiles, ~10 s).
+    """
     mode = Mode.parse(mode)
     tree = build_tree(ff, data, q, common_point=True)
     free = base_free_directions(ff.base, mode)
     upsilon = inverse_osi_all_links(tree, free)
-    lam = _alg8(tree) if mode is Mode.FLOATING else None
+    lam = _alg8(tree, compiled=compiled) if mode is Mode.FLOATING else None
     planar = ff.base == "planar"
     rows = PLANAR_ROWS if planar else SPATIAL_ROWS
     order = _PLANAR_FROM_PAPER if planar else SWAP

@@ -175,14 +175,25 @@ def hinge_accelerations(
     return from_p, from_s
 
 
-def osi_all_links(tree: Tree) -> np.ndarray:
+def osi_all_links(tree: Tree, *, compiled: bool = False) -> np.ndarray:
     """Alg. 8: Lambda(k) = P(k) + S(k) (n, d, d) for every body, free-flying (floating mode).
 
     Lambda(k) is the operational-space inertia of body k at O_k, world axes, angular first.
+
+    Args:
+        compiled: run the two sweeps as one numba loop (base_invariant.compiled; needs numba
+            and a ``common_point`` tree).
     """
-    ps = p_sweep(tree)
-    ss = s_sweep(tree, ps)
-    lam = ps.inertia + ss.inertia
+    if compiled:
+        from freeflyer_control.physics.base_invariant.compiled import alg8_common_point
+
+        if not tree.common_point:
+            raise ValueError("the compiled Alg. 8 needs a common_point tree")
+        lam = alg8_common_point(tree)
+    else:
+        ps = p_sweep(tree)
+        ss = s_sweep(tree, ps)
+        lam = ps.inertia + ss.inertia
     if tree.common_point:  # referred to the world origin: move each Lambda(k) to O_k
         X = _point_transforms(tree, -1.0)
         lam = X @ lam @ X.transpose(0, 2, 1)
