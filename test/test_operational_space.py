@@ -144,6 +144,14 @@ def test_lambda_of_an_unknown_frame_names_the_links():
         operational_space_inertia(ff, ff.create_data(), make_state(ff).q, Mode.FLOATING, "gripper")
 
 
+def test_non_finite_configuration_is_refused():
+    ff = robot("planar_4link")
+    q = make_state(ff).q
+    q[4] = np.nan
+    with pytest.raises(ValueError, match="q has non-finite entries"):
+        operational_space_inertia(ff, ff.create_data(), q, Mode.FLOATING, "ee_link")
+
+
 # ---------------------------------------------------------------------------------------------
 # freeflyer osi
 

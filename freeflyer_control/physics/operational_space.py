@@ -104,6 +104,9 @@ def operational_space_inertia(
         point: the point in ``frame``'s axes, m; None for the frame origin.
     """
     mode = Mode.parse(mode)
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"operational_space_inertia: q has non-finite entries {np.asarray(q).tolist()}; "
+                         "give a finite configuration")
     J = frame_jacobian(ff, data, q, frame, point)
     planar = ff.base == "planar"
     if planar:
