@@ -69,23 +69,6 @@ def cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def spatial_inertia(mass: float, p: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
-    """The paper's M(k) = [[J, m p~], [-m p~, m I]] about the link point O_k (6 x 6).
-
-    Args:
-        mass: kg.
-        p: the vector from O_k to the link's centre of mass, world axes, m.
-        inertia_com: rotational inertia about the centre of mass, world axes, kg m^2.
-    """
-    pt = skew(p)
-    out = np.empty((6, 6))
-    out[:3, :3] = inertia_com - mass * pt @ pt  # parallel-axis theorem: J about O_k
-    out[:3, 3:] = mass * pt
-    out[3:, :3] = -mass * pt
-    out[3:, 3:] = mass * np.eye(3)
-    return out
-
-
 def from_pinocchio(R: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Pinocchio local [linear; angular] 6-vector -> paper world [angular; linear].
 

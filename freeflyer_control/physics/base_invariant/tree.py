@@ -147,7 +147,8 @@ def build_tree(
         oMi = data.oMi[k]
         origin[k], rotation[k] = oMi.translation, oMi.rotation
 
-    # Spatial inertias (spatial.spatial_inertia, batched) about O_k, or the world origin.
+    # The paper's M(k) = [[J, m p~], [-m p~, m I]] about O_k (or the world origin), with p the
+    # vector from that point to the CoM and J = I_com - m p~ p~ (parallel axes), batched.
     com = np.einsum("kij,kj->ki", rotation, st.lever)  # O_k -> CoM, world axes
     point = origin + com if common_point else com  # reference point -> CoM
     pt = skew_batch(point)
