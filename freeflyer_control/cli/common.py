@@ -140,3 +140,14 @@ def _angle(value: object, what: str) -> float:
     if not ANGLE.accepts(x):
         raise UsageError(f"{what} must be {ANGLE.describe()}, got {_shown(value)}")
     return x
+
+
+def add_mode_frame_arguments(parser: argparse.ArgumentParser) -> None:
+    """--mode, --frame, --q and --json: what a per-frame, per-mode query takes (osi)."""
+    from freeflyer_control.physics.modes import Mode
+
+    parser.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
+    parser.add_argument("--frame", help="frame (link) name; default: the first end-effector")
+    parser.add_argument("--q", metavar="JSON",
+                        help='joint angles, rad: [0.1, 0.2, ...] or {"joint1": 0.1}')
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -84,6 +84,7 @@ class RobotConfig:
         name: robot name (file stem of the config, or the URDF's robot name).
         ready_pose: joint name -> angle (rad) of a well-conditioned working pose, away from
             singularities (the start of end-effector maneuvers); missing joints are 0.
+        root: the link to float as the base (re-rooting, model/reroot.py); None: the URDF's.
     """
 
     base: str
@@ -94,6 +95,7 @@ class RobotConfig:
     urdf: Path | None = None
     name: str = ""
     ready_pose: Mapping[str, float] = field(default_factory=dict)
+    root: str | None = None
 
     @property
     def wheel_joints(self) -> tuple[str, ...]:
@@ -177,7 +179,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
     known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
-             "ready_pose"}
+             "ready_pose", "root"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
@@ -239,7 +241,16 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         urdf=urdf_path,
         name=name,
         ready_pose=ready,
+        root=_root(data.get("root"), where),
     )
+
+
+def _root(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: root must be a link name, got {value!r}")
+    return value
 
 
 def load_robot_config(path: str | Path) -> RobotConfig:

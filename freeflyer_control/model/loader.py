@@ -12,6 +12,7 @@ Joints are split into *arm joints* (everything that is not a reaction wheel) and
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,7 @@ import pinocchio as pin
 from freeflyer_control.errors import ConfigError, ModelError
 from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.model.config import BASE_TYPES, RobotConfig, Thruster, load_robot_config
+from freeflyer_control.model.reroot import reroot_urdf, restore_link_frames
 from freeflyer_control.model.urdf_checks import UrdfReport, check_urdf, read_urdf
 
 log = logging.getLogger(__name__)
@@ -167,6 +169,8 @@ def load_model(
     base: str | None = None,
     end_effectors: Sequence[str] | None = None,
     name: str | None = None,
+    root: str | None = None,
+    floating_only: bool = False,
 ) -> FreeFlyerModel:
     """Load a URDF (path or XML string) as a free-flyer.
 
@@ -177,6 +181,11 @@ def load_model(
             unless the URDF has a floating/planar root joint.
         end_effectors: end-effector frame names; override the config's.
         name: robot name; default from the config or the URDF.
+        root: float this link as the base instead of the URDF's root (model/reroot.py);
+            overrides the config's ``root``.
+        floating_only: accept a root that leaves the config's base actuators (wheels,
+            thrusters) behind on the old base: they are dropped (wheels become plain joints)
+            and only floating mode applies. Without it such a root is refused.
 
     Raises:
         ModelError, ConfigError: naming what is wrong and how to fix it.
@@ -187,6 +196,12 @@ def load_model(
     report = check_urdf(xml, source=source)
 
     base_type = base or (config.base if config else None) or _base_from_root_joint(report)
+    root = root or (config.root if config else None)
+    moved: dict[str, pin.SE3] = {}
+    if root is not None and root != report.base_link:
+        config = _config_for_root(config, report, root, floating_only, name)
+        rerooted, moved = reroot_urdf(report, root)
+        report = check_urdf(rerooted, source=f"{source} (root {root})")
     if base_type is None:
         raise ModelError(
             f"{source}: say which floating base to add: base='planar' (air-bearing table: x, y, "
@@ -197,6 +212,7 @@ def load_model(
 
     model = _build_pinocchio_model(report, base_type, source)
     model.gravity.setZero()
+    restore_link_frames(model, moved)
 
     wheels = config.reaction_wheels if config else ()
     wheel_names = tuple(w.joint for w in wheels)
@@ -227,6 +243,28 @@ def load_model(
     for w in report.warnings:  # each already begins with the source (urdf_checks._Ctx.warn)
         log.warning("%s", w)
     return ff
+
+
+def _config_for_root(
+    config: RobotConfig | None, report: UrdfReport, root: str, floating_only: bool, name: str | None
+) -> RobotConfig | None:
+    """The config to use with ``root`` as the base: the base actuators stay on the old base,
+    so a root elsewhere keeps them only as far as floating mode goes (none)."""
+    if config is None or not (config.reaction_wheels or config.thrusters):
+        return config
+    if root not in report.links:
+        return config  # reroot_urdf names the links
+    if not floating_only:
+        what = " and ".join(x for x in (
+            f"{len(config.reaction_wheels)} reaction wheel(s)" if config.reaction_wheels else "",
+            f"{len(config.thrusters)} thruster(s)" if config.thrusters else "") if x)
+        robot = name or config.name or report.robot_name
+        raise ModelError(
+            f"root link '{root}' would leave robot '{robot}' without its base actuators ({what} "
+            f"on '{report.base_link}'): only floating mode remains; ask for floating mode "
+            f"(--mode floating, or floating_only=True) or keep the root '{report.base_link}'"
+        )
+    return dataclasses.replace(config, reaction_wheels=(), thrusters=())
 
 
 def _base_from_root_joint(report: UrdfReport) -> str | None:

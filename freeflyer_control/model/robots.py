@@ -27,6 +27,8 @@ def load_robot(
     *,
     base: str | None = None,
     end_effectors: Sequence[str] | None = None,
+    root: str | None = None,
+    floating_only: bool = False,
 ) -> FreeFlyerModel:
     """Load a bundled robot by name, a robot config YAML, or a URDF file.
 
@@ -34,6 +36,7 @@ def load_robot(
         robot: a bundled name (see :func:`robot_names`), a ``.yaml`` robot config path, or a
             ``.urdf`` path (then ``base`` is needed unless the URDF has a floating root joint).
         base, end_effectors: override or complete the config (see :func:`load_model`).
+        root, floating_only: float another link as the base (see :func:`load_model`).
     """
     text = str(robot)
     path = Path(text)
@@ -41,14 +44,16 @@ def load_robot(
         config = load_robot_config(path)
         if config.urdf is None:
             raise ModelError(f"robot config '{path}' has no 'urdf:' entry naming its URDF")
-        return load_model(config.urdf, config, base=base, end_effectors=end_effectors)
+        return load_model(config.urdf, config, base=base, end_effectors=end_effectors,
+                          root=root, floating_only=floating_only)
     if path.suffix in (".urdf", ".xml") or text.lstrip().startswith("<"):
         return load_model(text if text.lstrip().startswith("<") else path, None,
-                          base=base, end_effectors=end_effectors)
+                          base=base, end_effectors=end_effectors, root=root)
     config_path = robot_config_dir() / f"{text}.yaml"
     if not config_path.is_file():
         raise ModelError(
             f"unknown robot '{text}'; bundled robots: {robot_names()}, or give a .urdf or "
             ".yaml path"
         )
-    return load_robot(config_path, base=base, end_effectors=end_effectors)
+    return load_robot(config_path, base=base, end_effectors=end_effectors, root=root,
+                      floating_only=floating_only)

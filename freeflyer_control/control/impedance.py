@@ -1,0 +1,169 @@
+"""Operational-space impedance control of an end-effector, in a maneuvering mode.
+
+The actuated coordinates a of a mode are its commanded base DOFs and the arm joints; the free
+base DOFs and the (idle) reaction wheels take no generalized force and are eliminated, as in
+physics.reduced (H* a'' + C* = tau_a) and physics.gjm (J*). With M, b the floating-base inertia
+and bias, e the eliminated coordinates (Pinocchio's local base coordinates throughout):
+
+    H* = M_aa - M_ae M_ee^-1 M_ea,           C* = b_a - M_ae M_ee^-1 b_e
+    J* = J_a  - J_e  M_ee^-1 M_ea,           c  = Jdot nu - J_e M_ee^-1 b_e
+    x'' = J* a'' + c                          (task acceleration: linear, angular; world)
+    Lambda* = (J* H*^-1 J*^T)^-1              (the mode's operational-space inertia with the
+                                               base actuators in the task, not held)
+
+The law asks for the task acceleration of a mass-spring-damper of natural frequency w and
+damping ratio z on every task axis,
+
+    x''_cmd = x''_d + 2 z w (x'_d - x') + w^2 e,    e = [p_d - p; log(R_d R^T)] (world),
+
+and realises it with the dynamically consistent inverse J# = H*^-1 J*^T Lambda*:
+
+    a'' = J# (x''_cmd - c) + (I - J# J*) (-d0 a'),    tau_a = H* a'' + C*
+
+i.e. the task-space force F = Lambda* (x''_cmd - c) + (terms compensating C*), so commanded
+stiffness and damping are K = w^2 Lambda*, D = 2 z w Lambda*. Without contact the closed loop is
+exactly e'' + 2 z w e' + w^2 e = 0 (up to the model error). Null-space behaviour: motions of
+the actuated coordinates that do not move the end-effector (the redundant arm's self-motion,
+and in modes with commanded base DOFs the base motions the arm compensates) are damped with
+rate d0 (1/s) and otherwise left free: they are not driven back to any pose.
+
+Rotation-floating mode (attitude held by the wheels, an internal actuator) is not handled: its
+actuated set mixes forces and accelerations (hybrid dynamics, see control.computed_torque).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.effort import ControlEffort
+from freeflyer_control.errors import ModeError
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.actuators import local_wrench_to_world
+from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
+from freeflyer_control.physics.gjm import frame_jacobian
+from freeflyer_control.physics.linalg import solve_spd_upper
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.state import State
+
+_PLANAR_ROWS = np.array([0, 1, 5])
+
+
+@dataclass(frozen=True)
+class ImpedanceGains:
+    """Attributes:
+    natural_frequency: w, rad/s, > 0 (scalar or one per task axis).
+    damping_ratio: z, >= 0 (scalar or per axis); 1 is critical damping.
+    null_damping: d0, 1/s, >= 0: damping of the null-space motion.
+    """
+
+    natural_frequency: float | np.ndarray = 2.0
+    damping_ratio: float | np.ndarray = 0.7
+    null_damping: float = 1.0
+
+
+@dataclass(frozen=True)
+class TaskTarget:
+    """Desired end-effector pose and motion, world frame.
+
+    Attributes:
+        position: m (3,); orientation: rotation matrix world <- frame (3, 3);
+        twist: [v; omega] (6,), m/s and rad/s; acceleration: (6,), m/s^2 and rad/s^2.
+    """
+
+    position: np.ndarray
+    orientation: np.ndarray
+    twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    acceleration: np.ndarray = field(default_factory=lambda: np.zeros(6))
+
+
+class ImpedanceController:
+    """Task-space impedance of ``frame`` for ``ff`` (see the module docstring)."""
+
+    def __init__(self, ff: FreeFlyerModel, frame: str, gains: ImpedanceGains = ImpedanceGains()):
+        w = np.asarray(gains.natural_frequency, dtype=float)
+        z = np.asarray(gains.damping_ratio, dtype=float)
+        if not (np.all(np.isfinite(w)) and np.all(w > 0) and np.all(np.isfinite(z)) and np.all(z >= 0)
+                and np.isfinite(gains.null_damping) and gains.null_damping >= 0):
+            raise ValueError(
+                f"impedance gains must be finite with natural_frequency > 0, damping_ratio >= 0 "
+                f"and null_damping >= 0; got {gains}")
+        self.ff, self.frame, self.gains = ff, frame, gains
+        self.data = ff.create_data()
+        self.fid = ff.frame_id(frame)
+        self.rows = _PLANAR_ROWS if ff.base == "planar" else np.arange(6)
+        self.kp = np.broadcast_to(w**2, (self.rows.size,))
+        self.kd = np.broadcast_to(2.0 * z * w, (self.rows.size,))
+        self._zero_a = np.zeros(ff.model.nv)
+        self._index_cache: dict[Mode, tuple] = {}
+
+    def _indices(self, mode: Mode) -> tuple:
+        """Per mode (cached): actuated and eliminated coordinates and the flat indices that
+        cut M's blocks with one ``take`` each (fancy np.ix_ indexing costs ~30 us a tick)."""
+        cached = self._index_cache.get(mode)
+        if cached is None:
+            ff = self.ff
+            part = base_partition(ff.base, mode)
+            act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
+            elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
+            nv = ff.model.nv
+
+            def block(r, c):
+                return (r[:, None] * nv + c[None, :]).ravel()
+
+            cached = (part, act, elim, block(act, act), block(elim, elim), block(elim, act))
+            self._index_cache[mode] = cached
+        return cached
+
+    def effort(self, state: State, mode: Mode | str, target: TaskTarget) -> ControlEffort:
+        """Joint torques and base wrench (world) realising the impedance at ``state``."""
+        ff, model, data = self.ff, self.ff.model, self.data
+        mode = Mode.parse(mode)
+        if mode is Mode.ROTATION_FLOATING:
+            raise ModeError("the impedance controller does not handle rotation-floating mode "
+                            "(wheel-held attitude); use floating, rotation-flying, "
+                            "translation-flying or flying")
+        part, act, elim, i_aa, i_ee, i_ea = self._indices(mode)
+        na, ne = act.size, elim.size
+        q, v = state.q, state.v
+        M = mass_matrix(ff, data, q)
+        b = nonlinear_effects(ff, data, q, v)
+        J = frame_jacobian(ff, data, q, self.frame).take(self.rows, axis=0)  # LOCAL_WORLD_ALIGNED
+        pin.forwardKinematics(model, data, q, v, self._zero_a)
+        Jdot_v = pin.getFrameClassicalAcceleration(
+            model, data, self.fid, pin.LOCAL_WORLD_ALIGNED).vector.take(self.rows)
+        H, C, Jstar, c = M.take(i_aa).reshape(na, na), b.take(act), J.take(act, axis=1), Jdot_v
+        if ne:
+            M_ea = M.take(i_ea).reshape(ne, na)
+            rhs = np.empty((ne, na + 1))
+            rhs[:, :na], rhs[:, na] = M_ea, b.take(elim)
+            K = solve_spd_upper(M.take(i_ee).reshape(ne, ne), rhs)  # M_ee^-1 [M_ea, b_e]
+            H = H - M_ea.T.dot(K[:, :na])
+            C = C - M_ea.T.dot(K[:, na])
+            J_e = J.take(elim, axis=1)
+            Jstar = Jstar - J_e.dot(K[:, :na])
+            c = c - J_e.dot(K[:, na])
+        H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
+        A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
+
+        oMf = data.oMf[self.fid]
+        err = np.concatenate([target.position - oMf.translation,
+                              pin.log3(target.orientation.dot(oMf.rotation.T))]).take(self.rows)
+        a_act = v.take(act)
+        x_cmd = (np.asarray(target.acceleration).take(self.rows)
+                 + self.kd * (np.asarray(target.twist).take(self.rows) - J.dot(v)) + self.kp * err)
+        rhs = np.empty((A.shape[0], 2))
+        rhs[:, 0], rhs[:, 1] = x_cmd - c, Jstar.dot(a_act)
+        try:
+            y = solve_spd_upper(A, rhs)  # Lambda* [x_cmd - c, J* a']
+        except np.linalg.LinAlgError:  # a singularity of the mode: least squares instead
+            y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
+        acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
+        tau = H.dot(acc) + C
+        nc = part.commanded.size
+        base_local = np.zeros(ff.nb)
+        base_local[part.commanded] = tau[:nc]
+        return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
+                             local_wrench_to_world(ff, q, base_local))
