@@ -143,7 +143,7 @@ def _angle(value: object, what: str) -> float:
 
 
 def add_mode_frame_arguments(parser: argparse.ArgumentParser) -> None:
-    """--mode, --frame, --q and --json: what a per-frame, per-mode query takes (osi)."""
+    """--mode, --frame, --q and --json: what a per-frame, per-mode query takes (gjm, osi)."""
     from freeflyer_control.physics.modes import Mode
 
     parser.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
@@ -151,3 +151,12 @@ def add_mode_frame_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--q", metavar="JSON",
                         help='joint angles, rad: [0.1, 0.2, ...] or {"joint1": 0.1}')
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def validate_query_pose(args: argparse.Namespace) -> None:
+    """``--q`` of a query (gjm, osi): valid JSON angles for this robot; outside the URDF limits
+    only warned about (a query may look anywhere, e.g. to study a singular configuration)."""
+    if args.q:
+        ff = validation_robot(args)
+        positions = parse_joint_positions(ff, args.q, "--q")
+        check_joint_limits(ff, positions, "--q", refuse=False, command=args.command)

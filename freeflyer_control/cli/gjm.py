@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 from freeflyer_control.cli.common import (
+    add_mode_frame_arguments,
     add_robot_arguments,
-    check_joint_limits,
     frame_from_args,
     parse_joint_positions,
     robot_from_args,
-    validation_robot,
+    validate_query_pose,
 )
+from freeflyer_control.cli.options import Number
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SIGMA_NEAR, block_measures, near_singular, singularity_warning
@@ -33,30 +33,16 @@ from freeflyer_control.physics.state import make_state
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gjm", help="Generalized Jacobian of a frame in a maneuvering mode")
     add_robot_arguments(p)
-    p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
-    p.add_argument("--frame", help="frame (link) name; default: the first end-effector")
-    p.add_argument("--q", metavar="JSON", help='joint angles, rad: [0.1, 0.2, ...] or {"joint1": 0.1}')
-    p.add_argument("--sigma-warn", type=float, default=SIGMA_NEAR, metavar="SIGMA",
+    add_mode_frame_arguments(p)
+    p.add_argument("--sigma-warn", type=Number(0.0, unit="(m/rad on translational rows)"),
+                   default=SIGMA_NEAR, metavar="SIGMA",
                    help="warn when a block's smallest singular value is below this (m/rad on "
                         f"translational rows; default {SIGMA_NEAR:g}, where resolved rate starts damping)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(run=run, validate=validate)
-
-
-def validate(args: argparse.Namespace) -> None:
-    """``--q``: valid JSON angles for this robot; outside the URDF limits only warned about
-    (a Jacobian may be queried anywhere, e.g. to study a singular configuration)."""
-    if args.q:
-        ff = validation_robot(args)
-        positions = parse_joint_positions(ff, args.q, "--q")
-        check_joint_limits(ff, positions, "--q", refuse=False, command="gjm")
+    p.set_defaults(run=run, validate=validate_query_pose)
 
 
 def run(args: argparse.Namespace) -> int:
     threshold = args.sigma_warn
-    if not (math.isfinite(threshold) and threshold >= 0):
-        raise ValueError(f"--sigma-warn must be a finite number >= 0 (m/rad on translational rows), "
-                         f"got {threshold:g}")
     ff = robot_from_args(args)
     frame = frame_from_args(ff, args.frame)
     state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))

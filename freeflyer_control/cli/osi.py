@@ -16,6 +16,7 @@ import sys
 
 from freeflyer_control.cli.common import (
     add_mode_frame_arguments, add_robot_arguments, frame_from_args, parse_joint_positions,
+    validate_query_pose,
 )
 from freeflyer_control.model import load_robot
 from freeflyer_control.physics.modes import Mode
@@ -29,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_mode_frame_arguments(p)
     p.add_argument("--root", metavar="LINK",
                    help="float this link as the base (re-rooting); default: the robot's base")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, validate=validate_query_pose)
 
 
 def run(args: argparse.Namespace) -> int:
