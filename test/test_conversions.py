@@ -304,3 +304,11 @@ def test_named_vector_refusals():
     err = _refused("size", named_vector, ["joint1", "joint2"], [1.0], expected, "arm command")
     assert "arm command" in str(err)
     _refused("nan", named_vector, ["joint1", "joint2"], [1.0, np.nan], expected, "cmd")
+
+
+def test_refusals_name_the_topic_the_reader_was_made_for():
+    reader = JointStateReader(NAMES, require_velocity=False, topic="encoders")
+    err = _refused("duplicate", reader.read, [*NAMES, NAMES[0]], np.zeros(6), [])
+    assert str(err).startswith("encoders names repeat a joint")
+    err = _refused("nan", reader.read, NAMES, [np.nan, 0, 0, 0, 0], [])
+    assert str(err).startswith("encoders.position has NaN/Inf")
