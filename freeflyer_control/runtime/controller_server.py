@@ -301,12 +301,11 @@ class ControllerServer:
                 self.state = state_from_readings(self.ff, self.joints, self.base)
             except ValueError as exc:
                 self.stats.errors.record(MessageError("state", str(exc)))
+        rearming = self._rearming(tc, stale) if self._rearm else None  # settles under an e-stop too
         if self.estopped:
             return self._zero("estop", self.estop_reason, now)
-        if self._rearm:
-            waiting = self._rearming(tc, stale, now)
-            if waiting is not None:
-                return waiting
+        if rearming:
+            return self._zero("clock_step", rearming, now)
         if stale:
             status = "stale" if self.started else "waiting"
             return self._zero(status, "; ".join(stale), now)
@@ -323,17 +322,16 @@ class ControllerServer:
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", info)
 
-    def _rearming(self, tc: float | None, stale: list[str], now: float) -> ControllerOutput | None:
-        """After a clock step: zero until both inputs have been fresh for CLOCK_SETTLE_TIME;
-        then (None) hold the current pose and run again."""
+    def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
+        """After a clock step: why commands stay zero (until both inputs have been fresh for
+        CLOCK_SETTLE_TIME), or None once re-armed, holding the current pose."""
         if stale or tc is None:
             self._fresh_since = None
-            return self._zero("clock_step", f"{self._rearm}; waiting for fresh inputs ({'; '.join(stale)})", now)
+            return f"{self._rearm}; waiting for fresh inputs ({'; '.join(stale)})"
         if self._fresh_since is None:
             self._fresh_since = tc
         if tc - self._fresh_since < CLOCK_SETTLE_TIME - 1e-9:  # 1e-9: k periods in floating point
-            return self._zero("clock_step", f"{self._rearm}; inputs fresh for {tc - self._fresh_since:.3f} of "
-                                            f"{CLOCK_SETTLE_TIME} s", now)
+            return f"{self._rearm}; inputs fresh for {tc - self._fresh_since:.3f} of {CLOCK_SETTLE_TIME} s"
         self._rearm = ""
         self._hold_current_pose()
         return None
