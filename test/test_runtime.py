@@ -17,7 +17,12 @@ from freeflyer_control.model import load_model
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, joint_positions, make_state
-from freeflyer_control.ros.conversions import fields_from_state, multiarray_to_matrix
+from freeflyer_control.ros.conversions import (
+    JointReading,
+    fields_from_state,
+    multiarray_to_matrix,
+    state_from_readings,
+)
 from freeflyer_control.runtime.controller_server import ControllerServer
 from freeflyer_control.runtime.gjm_server import GjmServer
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
@@ -768,3 +773,14 @@ def test_gjm_unknown_frame_fails_at_construction_listing_links():
         GjmServer(ff, frames=(EE, "gripper_tip"))
     msg = str(info.value)
     assert "gripper_tip" in msg and "links:" in msg and EE in msg and ff.base_link in msg
+
+
+def test_gjm_of_an_implausible_state_is_refused_and_counted():
+    ff = robot("planar_4link")
+    server = GjmServer(ff)
+    fields = fields_from_state(ff, _ready_state(ff))
+    absurd = _absurd(fields, "joint_velocity", 1e154)
+    state = state_from_readings(ff, JointReading(absurd.joint_positions, absurd.joint_velocities), absurd.base)
+    assert server.compute(state) == {}
+    assert server.errors.counts["implausible"] == 1 and "1e+154 rad/s" in server.errors.last
+    assert set(server.compute(_ready_state(ff))) == {EE}

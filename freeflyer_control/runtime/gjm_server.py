@@ -9,7 +9,8 @@ from freeflyer_control.physics.gjm import GJM, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SingularityMeasures, singularity_measures
 from freeflyer_control.physics.state import State
-from freeflyer_control.ros.conversions import MultiArrayFields, matrix_to_multiarray
+from freeflyer_control.ros.conversions import ErrorCounter, MessageError, MultiArrayFields, matrix_to_multiarray
+from freeflyer_control.runtime.plausibility import PlausibilityBounds
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,18 @@ class GjmServer:
             ff.frame_id(frame)  # unknown frames fail at start, listing the links
         self.data = ff.create_data()
         self.mode = Mode.FLOATING
+        self.bounds = PlausibilityBounds.from_model(ff)
+        self.errors = ErrorCounter()  # states refused as implausible
 
     def set_mode(self, name: str) -> None:
         self.mode = Mode.parse(name)
 
     def compute(self, state: State) -> dict[str, GjmOutput]:
+        """Per frame; nothing for an implausible state (refused, counted in ``errors``)."""
+        problem = self.bounds.state(self.ff, state)
+        if problem:
+            self.errors.record(MessageError("implausible", problem))
+            return {}
         out = {}
         for frame in self.frames:
             G = generalized_jacobian(self.ff, self.data, state, self.mode, frame)
