@@ -198,8 +198,9 @@ class TestbedBridge:
         try:
             p = finite_array(position, "capture position", 3)
             q = finite_array(orientation_xyzw, "capture orientation", 4)
-            if abs(np.linalg.norm(q) - 1.0) > 1e-3:
-                raise MessageError("quaternion", f"capture orientation is not a unit quaternion (norm {np.linalg.norm(q):.4g})")
+            norm = math.hypot(*q)  # no overflow warning for a corrupt 1e308 component: inf, refused
+            if abs(norm - 1.0) > 1e-3:
+                raise MessageError("quaternion", f"capture orientation is not a unit quaternion (norm {norm:.4g})")
         except MessageError as exc:
             self._reject(exc, now, "capture_invalid", f"capture sample refused: {exc}")
             return

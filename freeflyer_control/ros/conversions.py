@@ -13,6 +13,7 @@ rule testable without ROS:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -143,7 +144,7 @@ def read_odometry(msg) -> BaseReading:
     p, o = msg.pose.pose.position, msg.pose.pose.orientation
     lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
     quat = finite_array([o.x, o.y, o.z, o.w], "odometry.orientation", 4)
-    norm = np.linalg.norm(quat)
+    norm = math.hypot(*quat)  # no overflow warning for a corrupt 1e308 component: inf, refused below
     if abs(norm - 1.0) > 1e-3:
         raise MessageError("quaternion", f"odometry orientation is not a unit quaternion (norm {norm:.4g})")
     return BaseReading(

@@ -91,8 +91,8 @@ class ClockGuard:
         if self.last_tick is not None:
             reason = clock_step_reason(self.last_tick, now)
             if reason is None and tick and now - self.last_tick > self.max_gap:
-                reason = (f"clock jumped forward by {now - self.last_tick:.3f} s (or no tick ran for that long; "
-                          f"limit {self.max_gap:.3f} s)")
+                reason = (f"clock jumped forward by {now - self.last_tick:.3f} s (more than {self.max_gap:.3f} s "
+                          "between ticks: a clock step, or the node stalled)")
         elif not math.isfinite(now):
             reason = f"clock reads {now} s"
         if math.isfinite(now) and (tick or reason):
