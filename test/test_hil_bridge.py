@@ -785,22 +785,35 @@ def test_the_estop_latch_survives_a_clock_step():
     assert [trip.kind for trip in rig.bridge.latch.history] == ["estop", "clock_step"]
 
 
-def test_encoder_stamps_that_step_back_alone_restart_the_joint_estimates_instead_of_refusing_them_forever():
-    # 0.3 s back (0.296 s after the last accepted sample, one period earlier): inside the 0.5 s
-    # the stamp may differ from the bridge clock, so only the estimator's ordering can see it.
-    rig = Rig()
+def test_encoder_stamps_that_step_back_alone_trip_within_the_timeout_and_are_reacquired_not_refused_forever():
+    # 0.3 s back: inside the 0.5 s the stamp may differ from the bridge clock, so only the
+    # estimator's ordering can see it. Refused as out of order until the encoders have been
+    # silent for their timeout (one late message is not a clock step), then re-acquired.
+    rig = Rig(start=3.0)        # stamps 0.3 s back stay > 0 (0 means unset)
     rig.arm()
     rig.encoders = False
-    names, raw = rig.encoder_message(rig.t)
+    last = rig.last_encoders
     for _ in range(100):
         t = rig.t
         rig.bridge.on_encoders(t - 0.3, *rig.encoder_message(t), [], t)
-        out = rig.step()
-    history = rig.bridge.latch.history
-    assert history[0].kind == "clock_step" and history[0].reason.startswith("encoder sample clock stepped back by 0.296 s")
-    assert "out_of_order" not in rig.bridge.stats.rejected.counts
+        rig.step()
+    # The message that finds the encoders stale (their timeout after the last accepted one)
+    # trips and restarts from scratch: the trip comes when the stale trip would have.
+    (step,) = rig.bridge.latch.history
+    assert step.kind == "clock_step" and step.reason.startswith("encoders sample clock stepped back by 0.28")
+    assert last + rig.cfg.encoders.timeout - TIME_TOL < step.time <= last + rig.cfg.encoders.timeout + rig.cfg.period
+    assert 1 <= rig.bridge.stats.rejected.counts["out_of_order"] <= 5   # at most the timeout's worth
     assert rig.bridge.joint_estimator.t == pytest.approx(rig.t - rig.cfg.period - 0.3)
     assert rig.bridge.reset(rig.t)[0]
+
+
+def test_one_late_encoder_message_is_refused_as_out_of_order_and_trips_nothing():
+    rig = Rig(start=3.0)
+    rig.arm()
+    t = rig.t
+    rig.bridge.on_encoders(t - 0.3, *rig.encoder_message(t - 0.3), [], t)
+    assert rig.bridge.stats.rejected.counts["out_of_order"] == 1
+    assert all(out.status == "active" for _, out in rig.run(0.2))
 
 
 @pytest.mark.parametrize("now", [np.nan, np.inf])

@@ -31,7 +31,8 @@ No ROS here: the node (``testbed_bridge``) and the in-process runner feed the sa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
@@ -52,7 +53,7 @@ from freeflyer_control.runtime.plausibility import PlausibilityBounds
 from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
 from .config import TestbedConfig
-from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise
+from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise, SampleVerdict
 from .frames import tilt
 from .safety import BRAKE, BRAKE_DEADBAND_RATE, BRAKE_DEADBAND_SPEED, BRAKE_GAIN, MotionLimits, SafetyLatch, Trip
 from .safety import brake_acceleration as thruster_brake_acceleration
@@ -62,6 +63,9 @@ from .safety import brake_acceleration as thruster_brake_acceleration
 ARM_SETTLE_TIME = 0.25               # s
 # A header stamp this far from the bridge clock is from another clock, not a late sample.
 MAX_CLOCK_SKEW = 0.5                 # s
+# A base wrench request this many times what all thrusters together give (force, N; torque
+# about base_link, N m) is a corrupt command, not a large one: refused like a NaN command.
+PLAUSIBLE_WRENCH_FACTOR = 100.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,8 @@ class TestbedBridge:
         thr = config.actuators.thrusters
         self.allocator = ThrusterAllocator(ff) if thr else None
         self.pwm = PulseWidthModulator(ff.thruster_max_forces, thr.pwm_period, thr.min_on_time) if thr else None
+        lever = max((float(np.linalg.norm(t.position)) for t in ff.thrusters), default=0.0)
+        self._max_wrench = PLAUSIBLE_WRENCH_FACTOR * float(ff.thruster_max_forces.sum()) * max(1.0, lever)
         self._channels = np.array([[t.name for t in ff.thrusters].index(c) for c in thr.channels]) if thr else None
         reaction = 2 * self.period + (thr.pwm_period if thr else 0.0)
         self.limits = MotionLimits(config.limits, thruster_brake_acceleration(ff), reaction)
@@ -215,9 +221,8 @@ class TestbedBridge:
             self._reject(MessageError("frame", problem), now, "capture_frame", problem)
             return
         verdict = self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
-        if verdict.kind == "clock_step":
-            self._clock_step(now, f"capture {verdict.reason}")
-            verdict = self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
+        verdict = self._unless_stamps_stepped_back(
+            verdict, "capture", now, lambda: self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w)))
         if verdict.accepted:
             self.watchdogs["capture"].feed("capture", now)
         elif verdict.kind == "jump":
@@ -279,9 +284,8 @@ class TestbedBridge:
             turns = np.round((q - self.joint_estimator.estimate(t)[0]) / (2 * np.pi))
             q = np.where(self._continuous, q - 2 * np.pi * turns, q)
         verdict = self.joint_estimator.update(t, q, rates)
-        if verdict.kind == "clock_step":
-            self._clock_step(now, f"encoder {verdict.reason}")
-            verdict = self.joint_estimator.update(t, q, rates)
+        verdict = self._unless_stamps_stepped_back(verdict, "encoders", now,
+                                                   lambda: self.joint_estimator.update(t, q, rates))
         if verdict.accepted:
             self.watchdogs["encoders"].feed("encoders", now)
         elif verdict.kind == "out_of_order":
@@ -299,6 +303,19 @@ class TestbedBridge:
         if step:
             self._clock_step(now, step)
         return math.isfinite(now)
+
+    def _unless_stamps_stepped_back(self, verdict: SampleVerdict, name: str, now: float,
+                                    again: Callable[[], SampleVerdict]) -> SampleVerdict:
+        """The verdict on a sample stamped far before the last accepted one. One late message
+        is refused like any sample out of order; once the input has gone stale as well (nothing
+        accepted for its timeout: a trip, if armed) it is the stamp clock that stepped back:
+        the bridge starts from scratch and the sample is used ``again``."""
+        if verdict.kind != "clock_step":
+            return verdict
+        if not self.watchdogs[name].stale(now):
+            return replace(verdict, kind="out_of_order")
+        self._clock_step(now, f"{name} {verdict.reason}")
+        return again()
 
     def _clock_step(self, now: float, reason: str) -> None:
         """Start from scratch: every kept time is on the old clock (a trip, if armed)."""
@@ -337,6 +354,12 @@ class TestbedBridge:
                                               actuation.base_wrench_world))
         except ValueError as exc:
             self.stats.rejected.record(MessageError("command", str(exc)))
+            return
+        wrench = float(np.abs(act.base_wrench_world).max(initial=0.0))
+        if self.allocator is not None and wrench > self._max_wrench:
+            self.stats.rejected.record(MessageError("command", (
+                f"base wrench component {wrench:.4g} beyond {self._max_wrench:.4g} ({PLAUSIBLE_WRENCH_FACTOR:g} x what "
+                "the thrusters give together): a corrupt command")))
             return
         self._commands = act
         self._heard_controller = True
