@@ -146,10 +146,12 @@ class ControllerServer:
         except MessageError as exc:
             self.stats.errors.record(exc)
             return False
-        if not self._plausible("joint_states", self.bounds.joints(joints.positions, joints.velocities, "joint_states")):
-            return False
+        if tc is None or not self._plausible("joint_states", self.bounds.joints(joints.positions, joints.velocities,
+                                                                               "joint_states")):
+            return False  # (a message at no usable time is neither fresh nor the latest state)
         self.joints = joints
-        return self._feed("joint_states", tc)
+        self.watchdog.feed("joint_states", tc)
+        return True
 
     def on_base_odometry(self, reading: BaseReading | MessageError, now: float) -> bool:
         """Base pose and twist in world (or the reader's refusal) arriving at ``now`` (s)."""
@@ -157,23 +159,18 @@ class ControllerServer:
         if isinstance(reading, MessageError):
             self.stats.errors.record(reading)
             return False
-        if not self._plausible("base_odometry", self.bounds.base(reading.position, reading.linear_velocity,
-                                                                 reading.angular_velocity, "base odometry")):
+        if tc is None or not self._plausible("base_odometry", self.bounds.base(
+                reading.position, reading.linear_velocity, reading.angular_velocity, "base odometry")):
             return False
         self.base = reading
-        return self._feed("base_odometry", tc)
+        self.watchdog.feed("base_odometry", tc)
+        return True
 
     def _plausible(self, name: str, problem: str | None) -> bool:
         self._implausible[name] = problem or ""
         if problem:
             self.stats.errors.record(MessageError("implausible", problem))
         return not problem
-
-    def _feed(self, name: str, tc: float | None) -> bool:
-        if tc is None:  # no usable arrival time: the input cannot count as fresh
-            return False
-        self.watchdog.feed(name, tc)
-        return True
 
     # --- the clock ------------------------------------------------------------------------
     def _time(self, now: float, tick: bool = False) -> float | None:
