@@ -222,7 +222,7 @@ class TestbedBridge:
             return
         verdict = self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
         verdict = self._unless_stamps_stepped_back(
-            verdict, "capture", now, lambda: self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w)))
+            verdict, "capture", t, now, lambda: self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w)))
         if verdict.accepted:
             self.watchdogs["capture"].feed("capture", now)
         elif verdict.kind == "jump":
@@ -284,7 +284,7 @@ class TestbedBridge:
             turns = np.round((q - self.joint_estimator.estimate(t)[0]) / (2 * np.pi))
             q = np.where(self._continuous, q - 2 * np.pi * turns, q)
         verdict = self.joint_estimator.update(t, q, rates)
-        verdict = self._unless_stamps_stepped_back(verdict, "encoders", now,
+        verdict = self._unless_stamps_stepped_back(verdict, "encoders", t, now,
                                                    lambda: self.joint_estimator.update(t, q, rates))
         if verdict.accepted:
             self.watchdogs["encoders"].feed("encoders", now)
@@ -304,7 +304,7 @@ class TestbedBridge:
             self._clock_step(now, step)
         return math.isfinite(now)
 
-    def _unless_stamps_stepped_back(self, verdict: SampleVerdict, name: str, now: float,
+    def _unless_stamps_stepped_back(self, verdict: SampleVerdict, name: str, t: float, now: float,
                                     again: Callable[[], SampleVerdict]) -> SampleVerdict:
         """The verdict on a sample stamped far before the last accepted one. One late message
         is refused like any sample out of order; once the input has gone stale as well (nothing
@@ -312,9 +312,12 @@ class TestbedBridge:
         the bridge starts from scratch and the sample is used ``again``."""
         if verdict.kind != "clock_step":
             return verdict
-        if not self.watchdogs[name].stale(now):
+        watchdog = self.watchdogs[name]
+        if not watchdog.stale(now):
             return replace(verdict, kind="out_of_order")
-        self._clock_step(now, f"{name} {verdict.reason}")
+        last = (self.base_estimator if name == "capture" else self.joint_estimator).t
+        self._clock_step(now, f"{name} stamps stepped back by {last - t:.3f} s (stamp {t:.6f} s, last accepted "
+                              f"{last:.6f} s; nothing later for the {watchdog.timeout} s timeout)")
         return again()
 
     def _clock_step(self, now: float, reason: str) -> None:
@@ -358,8 +361,8 @@ class TestbedBridge:
         wrench = float(np.abs(act.base_wrench_world).max(initial=0.0))
         if self.allocator is not None and wrench > self._max_wrench:
             self.stats.rejected.record(MessageError("command", (
-                f"base wrench component {wrench:.4g} beyond {self._max_wrench:.4g} ({PLAUSIBLE_WRENCH_FACTOR:g} x what "
-                "the thrusters give together): a corrupt command")))
+                f"base wrench component {wrench:.4g} beyond {self._max_wrench:.4g} N or N m ({PLAUSIBLE_WRENCH_FACTOR:g} x "
+                "what the thrusters give together): a corrupt command")))
             return
         self._commands = act
         self._heard_controller = True

@@ -178,8 +178,8 @@ def _count(owner, verdict: SampleVerdict) -> SampleVerdict:
 
 def _out_of_order(t: float, last: float) -> SampleVerdict:
     if t < last - MAX_REORDER:
-        return SampleVerdict(False, f"sample clock stepped back by {last - t:.3f} s (stamp {t:.6f} s, last accepted "
-                                    f"{last:.6f} s)", "clock_step")
+        return SampleVerdict(False, f"stamp {t:.6f} s is {last - t:.3f} s before the last accepted sample ({last:.6f} s): "
+                                    "its clock stepped back, or the message is very late", "clock_step")
     # A repeated stamp is a repeated message, not a second measurement of the same instant.
     return SampleVerdict(False, f"out of order: stamp {t:.6f} s is not after the last accepted sample "
                                 f"({last:.6f} s)", "out_of_order")

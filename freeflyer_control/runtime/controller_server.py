@@ -322,7 +322,10 @@ class ControllerServer:
     def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
         """After a clock step: why commands stay zero (until both inputs have been fresh for
         CLOCK_SETTLE_TIME), or None once re-armed, holding the current pose."""
-        if stale or tc is None:
+        if tc is None:
+            self._fresh_since = None
+            return self._rearm if self._rearm.startswith("clock reads") else f"{self._rearm}; {stale[0]}"
+        if stale:
             self._fresh_since = None
             return f"{self._rearm}; waiting for fresh inputs ({'; '.join(stale)})"
         if self._fresh_since is None:
