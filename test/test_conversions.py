@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import random_state, robot
+from wire_messages import odometry
 
 from freeflyer_control.ros.conversions import (
     BaseReading,
@@ -151,20 +152,10 @@ def test_read_msg_uses_the_joint_state_fields():
 # read_odometry (nav_msgs/Odometry fields)
 
 
-def _odometry(position=(0.1, 0.2, 0.3), quat_xyzw=(0.0, 0.0, 0.0, 1.0), linear=(0.0,) * 3, angular=(0.0,) * 3):
-    xyz = lambda v: SimpleNamespace(x=v[0], y=v[1], z=v[2])  # noqa: E731
-    q = SimpleNamespace(x=quat_xyzw[0], y=quat_xyzw[1], z=quat_xyzw[2], w=quat_xyzw[3])
-    return SimpleNamespace(
-        header=SimpleNamespace(frame_id="world"), child_frame_id="base_link",
-        pose=SimpleNamespace(pose=SimpleNamespace(position=xyz(position), orientation=q), covariance=[0.0] * 36),
-        twist=SimpleNamespace(twist=SimpleNamespace(linear=xyz(linear), angular=xyz(angular)), covariance=[0.0] * 36),
-    )
-
-
 def test_odometry_read_and_quaternion_normalised():
     quat = np.array([0.1, -0.2, 0.3, 0.9])
     quat = quat / np.linalg.norm(quat) * (1 + 5e-4)  # float32 round trips leave a little off unit
-    out = read_odometry(_odometry((1, 2, 3), quat, (0.1, 0.2, 0.3), (-0.1, -0.2, -0.3)))
+    out = read_odometry(odometry((1, 2, 3), quat, (0.1, 0.2, 0.3), (-0.1, -0.2, -0.3)))
     assert abs(np.linalg.norm(out.orientation_xyzw) - 1.0) < 1e-12
     np.testing.assert_allclose(out.orientation_xyzw, quat / np.linalg.norm(quat), atol=1e-15)  # x, y, z, w kept
     np.testing.assert_array_equal(out.position, [1, 2, 3])
@@ -174,7 +165,7 @@ def test_odometry_read_and_quaternion_normalised():
 
 @pytest.mark.parametrize("quat", [(0, 0, 0, 0.9), (0, 0, 0, 0), (0.5, 0.5, 0.5, 0.6)])
 def test_non_unit_quaternion_refused(quat):
-    _refused("quaternion", read_odometry, _odometry(quat_xyzw=quat))
+    _refused("quaternion", read_odometry, odometry(quat_xyzw=quat))
 
 
 @pytest.mark.parametrize("where", ["position", "quat", "linear", "angular"])
@@ -182,7 +173,7 @@ def test_odometry_nan_refused(where):
     kwargs = {"position": (0.0, np.nan, 0.0), "quat": (0.0, 0.0, np.nan, 1.0),
               "linear": (np.inf, 0.0, 0.0), "angular": (0.0, 0.0, np.nan)}
     key = {"quat": "quat_xyzw"}.get(where, where)
-    _refused("nan", read_odometry, _odometry(**{key: kwargs[where]}))
+    _refused("nan", read_odometry, odometry(**{key: kwargs[where]}))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,3 +295,11 @@ def test_named_vector_refusals():
     err = _refused("size", named_vector, ["joint1", "joint2"], [1.0], expected, "arm command")
     assert "arm command" in str(err)
     _refused("nan", named_vector, ["joint1", "joint2"], [1.0, np.nan], expected, "cmd")
+
+
+def test_refusals_name_the_topic_the_reader_was_made_for():
+    reader = JointStateReader(NAMES, require_velocity=False, topic="encoders")
+    err = _refused("duplicate", reader.read, [*NAMES, NAMES[0]], np.zeros(6), [])
+    assert str(err).startswith("encoders names repeat a joint")
+    err = _refused("nan", reader.read, NAMES, [np.nan, 0, 0, 0, 0], [])
+    assert str(err).startswith("encoders.position has NaN/Inf")

@@ -54,6 +54,8 @@ class Rig:
     ``j / capture.rate <= t`` and one encoder message stamped ``t`` (250 Hz, like the ticks),
     both arriving at ``t``; after the tick it gets the controller's command (the runner's order:
     a command acts from the next tick). Switch an input off with ``capture = False`` etc.
+    ``clock_offset`` (s) is added to every time the bridge is given, stamps and arrivals alike
+    (one host clock that steps).
     """
 
     def __init__(self, cfg=None, truth=None, controller: Callable[[float], Actuation] | None = None,
@@ -64,6 +66,7 @@ class Rig:
         self.truth = truth or moving()
         self.controller = controller or (lambda t: Actuation())
         self.capture = self.encoders = self.commands = True
+        self.clock_offset = 0.0
         self.repeat_encoders = False       # resend the last encoder message as is (a hung driver)
         self.k = round(start / self.cfg.period)
         self._next_capture = math.ceil(start * self.cfg.capture.rate - TIME_TOL)
@@ -93,22 +96,22 @@ class Rig:
             stamp = self._next_capture / self.cfg.capture.rate
             self._next_capture += 1
             if self.capture:
-                self.bridge.on_capture(stamp, *self.capture_sample(stamp), t)
+                self.bridge.on_capture(stamp + self.clock_offset, *self.capture_sample(stamp), t + self.clock_offset)
                 self.last_capture = t
         if self.repeat_encoders:
-            self.bridge.on_encoders(*self._last_message, t)
+            self.bridge.on_encoders(*self._last_message, t + self.clock_offset)
         elif self.encoders:
-            self._last_message = (t, *self.encoder_message(t), [])
-            self.bridge.on_encoders(*self._last_message, t)
+            self._last_message = (t + self.clock_offset, *self.encoder_message(t), [])
+            self.bridge.on_encoders(*self._last_message, t + self.clock_offset)
             self.last_encoders = t
 
     def step(self) -> BridgeOutput:
         t = self.t
         self.feed(t)
-        out = self.bridge.tick(t)
+        out = self.bridge.tick(t + self.clock_offset)
         self.log.append((t, out))
         if self.commands:
-            self.bridge.on_controller(self.controller(t), t)
+            self.bridge.on_controller(self.controller(t), t + self.clock_offset)
             self.last_command = t
         self.k += 1
         return out
@@ -717,3 +720,157 @@ def test_a_cause_that_persists_is_recorded_once_per_latch():
     rig.capture = False
     rig.run(1.0)  # capture stale for ~1 s under the e-stop: one more trip, not one per tick
     assert [trip.kind for trip in rig.bridge.latch.history] == ["estop", "capture_stale"]
+
+
+# --- 9. clock steps (a restarted simulation clock, a looping bag, an NTP step) -----------------
+
+def _assert_off(out: BridgeOutput) -> None:
+    assert out.status == "tripped" and out.trip.reaction == "off"
+    assert not out.command.joint_efforts.any() and not out.command.wheels.any()
+    assert out.command.thrusters is not None and not out.command.thrusters.any()
+
+
+def test_a_backwards_clock_step_trips_the_armed_bridge_at_once_and_a_reset_succeeds_after_the_settle_time():
+    rig = Rig(controller=lambda t: Actuation(np.full(4, 0.5), np.zeros(1), np.zeros(0), np.array([0.5, 0.0, 0.0])))
+    rig.arm()
+    rig.run(0.2)
+    rig.clock_offset = -10.0
+    out = rig.step()
+    # The first sample of the tick already reads 10 s less one period than the last tick did.
+    assert out.trip.kind == "clock_step" and out.trip.reason == "clock stepped back by 9.996 s"
+    _assert_off(out)
+    assert rig.bridge.stats.clock_steps == 1
+    rig.run(0.02)  # a capture sample and encoder messages on the new clock
+    ok, message = rig.bridge.reset(rig.t + rig.clock_offset)
+    assert not ok and "inputs fresh for less than 0.25 s" in message
+    rig.run(0.28)
+    # The estimators restarted on the new clock: no sample refused as out of order.
+    assert "out_of_order" not in rig.bridge.stats.rejected.counts
+    ok, message = rig.bridge.reset(rig.t + rig.clock_offset)
+    assert ok and "clock_step" in message
+    assert rig.step().status == "active"
+
+
+def test_a_backwards_clock_step_with_inputs_stopped_keeps_everything_off_for_longer_than_the_step():
+    rig = Rig()
+    rig.arm()
+    rig.capture = rig.encoders = False
+    rig.clock_offset = -10.0
+    log = rig.run(11.0)
+    assert log[0][1].trip.kind == "clock_step"
+    for _, out in log:
+        _assert_off(out) if out.command.thrusters is not None else None
+        assert out.status == "tripped" and not out.command.joint_efforts.any()
+    ok, message = rig.bridge.reset(rig.t + rig.clock_offset)
+    assert not ok and "capture never received" in message
+
+
+def test_a_forward_clock_jump_trips_clock_step():
+    rig = Rig()
+    rig.arm()
+    rig.clock_offset = 10.0
+    out = rig.step()
+    assert out.trip.kind == "clock_step" and out.trip.reason.startswith("clock jumped forward by 10.004 s")
+    _assert_off(out)
+
+
+def test_the_estop_latch_survives_a_clock_step():
+    rig = Rig()
+    rig.arm()
+    rig.bridge.estop(rig.t, "operator")
+    rig.step()
+    rig.clock_offset = -10.0
+    log = rig.run(0.5)
+    assert all(out.trip.kind == "estop" for _, out in log)
+    assert [trip.kind for trip in rig.bridge.latch.history] == ["estop", "clock_step"]
+
+
+def test_encoder_stamps_that_step_back_alone_trip_within_the_timeout_and_are_reacquired_not_refused_forever():
+    # 0.3 s back: inside the 0.5 s the stamp may differ from the bridge clock, so only the
+    # estimator's ordering can see it. Refused as out of order until the encoders have been
+    # silent for their timeout (one late message is not a clock step), then re-acquired.
+    rig = Rig(start=3.0)        # stamps 0.3 s back stay > 0 (0 means unset)
+    rig.arm()
+    rig.encoders = False
+    last = rig.last_encoders
+    for _ in range(100):
+        t = rig.t
+        rig.bridge.on_encoders(t - 0.3, *rig.encoder_message(t), [], t)
+        rig.step()
+    # The message that finds the encoders stale (their timeout after the last accepted one)
+    # trips and restarts from scratch: the trip comes when the stale trip would have.
+    (step,) = rig.bridge.latch.history
+    assert step.kind == "clock_step" and step.reason.startswith("encoders stamps stepped back by 0.280 s")
+    assert last + rig.cfg.encoders.timeout - TIME_TOL < step.time <= last + rig.cfg.encoders.timeout + rig.cfg.period
+    assert 1 <= rig.bridge.stats.rejected.counts["out_of_order"] <= 5   # at most the timeout's worth
+    assert rig.bridge.joint_estimator.t == pytest.approx(rig.t - rig.cfg.period - 0.3)
+    assert rig.bridge.reset(rig.t)[0]
+
+
+def test_one_late_encoder_message_is_refused_as_out_of_order_and_trips_nothing():
+    rig = Rig(start=3.0)
+    rig.arm()
+    t = rig.t
+    rig.bridge.on_encoders(t - 0.3, *rig.encoder_message(t - 0.3), [], t)
+    assert rig.bridge.stats.rejected.counts["out_of_order"] == 1
+    assert all(out.status == "active" for _, out in rig.run(0.2))
+
+
+@pytest.mark.parametrize("now", [np.nan, np.inf])
+def test_a_time_that_is_not_a_time_trips_the_armed_bridge_and_raises_nothing(now):
+    rig = Rig()
+    rig.arm()
+    rig.bridge.on_capture(now, *rig.capture_sample(rig.t), now)
+    out = rig.bridge.tick(now)
+    assert out.trip.kind == "clock_step" and out.trip.reason == f"clock reads {now} s"
+    _assert_off(out)
+
+
+# --- 10. finite but absurd values, duplicated names, internal faults ----------------------------
+
+@pytest.mark.parametrize("source, value, words", [
+    ("encoder position", 1e308, "joint joint2 at -1e+308 rad, outside the plausible"),
+    ("encoder position", 40.0, "joint joint2 at -39.5 rad, outside the plausible [-5.642, 5.642] rad"),
+    ("capture position", 1e308, "capture: base 1e+308 m from the world origin"),
+])
+def test_a_finite_but_absurd_sample_is_refused_as_implausible_and_trips_the_armed_bridge(source, value, words):
+    rig = Rig()
+    rig.arm()
+    t = rig.t
+    if source == "capture position":
+        # Along the capture system's own x axis, which is world x for this config's y-up mapping.
+        _, quat = rig.capture_sample(t)
+        rig.bridge.on_capture(t, [value, 0.0, 0.0], quat, t)
+    else:
+        names, raw = rig.encoder_message(t)
+        raw[names.index("elbow")] = value      # joint2: sign -1, offset 0.5 rad
+        rig.bridge.on_encoders(t, names, raw, [], t)
+    assert rig.bridge.stats.rejected.counts["implausible"] == 1
+    assert words in rig.bridge.stats.rejected.last, rig.bridge.stats.rejected.last
+    out = rig.step()
+    assert out.trip.kind.endswith("_invalid") and words in out.trip.reason
+    _assert_off(out)
+
+
+def test_an_encoder_message_with_a_duplicated_name_is_refused_as_the_controller_refuses_it():
+    rig = Rig()
+    rig.arm()
+    t = rig.t
+    names, raw = rig.encoder_message(t)
+    rig.bridge.on_encoders(t, [*names, names[0]], [*raw, raw[0]], [], t)
+    assert rig.bridge.stats.rejected.counts["duplicate"] == 1
+    assert f"encoders names repeat a joint: {[*names, names[0]]}" in rig.bridge.stats.rejected.last
+    assert rig.step().trip.kind == "encoders_invalid"
+
+
+def test_a_bridge_tick_that_raises_trips_fault_and_sends_the_safe_commands():
+    rig = Rig(controller=lambda t: Actuation(np.full(4, 0.5), np.zeros(1), np.zeros(0), np.array([0.5, 0.0, 0.0])))
+    rig.arm()
+
+    def broken(*args):
+        raise ValueError("time went backwards")
+    rig.bridge._command = broken
+    out = rig.step()
+    assert out.trip.kind == "fault" and out.trip.reason == "bridge tick raised ValueError: time went backwards"
+    _assert_off(out)
+    assert rig.bridge.stats.faults == 1

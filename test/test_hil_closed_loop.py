@@ -13,7 +13,7 @@ import pytest
 from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.maneuvers import Maneuver, StationKeeping, Wilde
-from freeflyer_control.hil.runner import run_hil
+from freeflyer_control.hil.runner import Event, run_hil
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.runner import SimConfig, run_simulation
 
@@ -123,3 +123,41 @@ def test_the_reaction_wheel_holds_the_base_attitude_through_the_testbed_in_rotat
     assert np.abs(s["true_base_yaw"]).max() < 0.02
     wheel = list(ff.joint_names).index(ff.wheel_joint_names[0])
     assert np.abs(s["true_joint_rates"][:, wheel]).max() > 100.0  # the wheel did take the momentum
+
+
+@pytest.mark.parametrize("step, words", [(-10.0, "clock stepped back by 9.996 s"),
+                                         (10.0, "clock jumped forward by 10.004 s")], ids=["back-10s", "forward-10s"])
+def test_a_clock_step_mid_maneuver_shuts_everything_at_the_next_tick_and_a_reset_resumes_on_the_new_clock(step, words):
+    # The nodes' clock reads 100 s at the start (a simulation clock that has been running) and
+    # steps by `step` at 3 s, mid-way through joint 1's first ramp (Wilde, flying mode: valves
+    # and motors busy). The emulated plant goes on in true time. Resets at 3.1 s (too early:
+    # the re-acquired estimates have not been fresh for the settle time) and at 4 s.
+    cfg = example_testbed()
+    ff = cfg.robot
+    sent, control = [], []
+    run = run_hil(cfg, Wilde(), make_state(ff, joint_positions=ff.ready_pose), 6.0, mode="flying",
+                  clock_steps=[(0.0, 100.0), (3.0, step)], events=[Event(3.1, "reset"), Event(4.0, "reset")],
+                  on_tick=lambda t, out: sent.append((t, out)),
+                  on_control=lambda t, truth, out: control.append((t, out.status)))
+    trip = run.trips[0]
+    assert trip.kind == "clock_step" and trip.reason.startswith(words)
+    assert [t.kind for t in run.trips] == ["clock_step"]
+    # Off on the first tick on the new clock (the step is seen by the first call after it):
+    t_first, out = next((t, out) for t, out in sent if t >= 3.0 - 1e-9)
+    assert t_first == pytest.approx(3.0) and out.trip is trip
+    assert not out.command.joint_efforts.any() and not out.command.thrusters.any()
+    assert all(out.status == "active" for t, out in sent if 1.0 < t < 3.0 - 1e-9)
+    # The controller saw the step too, and was e-stopped by the bridge meanwhile.
+    assert run.controller.stats.clock_steps == 1 and run.controller.stats.last_clock_step.startswith(words)
+    assert any(reason == f"testbed bridge: {trip.reason}" for _, reason in run.controller.stats.trips)
+    # Estimators restarted on the new clock: nothing refused as out of order (today's failure:
+    # every encoder message refused for as long as the step).
+    assert not {"out_of_order", "clock_step"} & set(run.bridge.stats.rejected.counts)
+    (_, ok1, msg1), (_, ok2, msg2) = run.resets
+    assert not ok1 and "inputs fresh for less than 0.25 s" in msg1
+    assert ok2 and "clock_step" in msg2
+    after = run.series["t"] > 4.0 + 1e-9
+    assert (run.series["status"][after] == 1).all()
+    assert all(status == "ok" for t, status in control if t > 4.1)
+    assert run.controller.loop.maneuver.name == "hold"  # resumed holding the pose, not at Wilde's clock
+    np.testing.assert_allclose(run.series["clock"][-1], 6.0 + 100.0 + step)

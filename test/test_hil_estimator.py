@@ -293,3 +293,15 @@ def test_joint_samples_out_of_order_or_not_finite_are_rejected():
     assert est.update(1.1, [0.0, 0.0], [0.0, math.inf]).kind == "nan"
     assert est.consecutive_rejections == 3 and est.t == 1.0
     assert est.update(1.1, [0.0, 0.0]).accepted and est.consecutive_rejections == 0
+
+
+def test_a_stamp_far_before_the_last_accepted_one_is_a_clock_step_not_a_late_sample():
+    # A network reorders by milliseconds; 50 ms or more back is a stamp clock that stepped back,
+    # and every later sample on that clock would be refused as out of order until reset().
+    est = JointEstimator(2, KalmanNoise(1e-3, 1.0))
+    assert est.update(10.0, [0.0, 0.0]).accepted
+    assert est.update(9.99, [0.0, 0.0]).kind == "out_of_order"
+    verdict = est.update(0.5, [0.0, 0.0])
+    assert verdict.kind == "clock_step" and verdict.reason.startswith("stamp 0.500000 s is 9.500 s before the last accepted sample")
+    est.reset()
+    assert est.update(0.5, [0.0, 0.0]).accepted

@@ -17,7 +17,12 @@ from freeflyer_control.model import load_model
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, joint_positions, make_state
-from freeflyer_control.ros.conversions import fields_from_state, multiarray_to_matrix
+from freeflyer_control.ros.conversions import (
+    JointReading,
+    fields_from_state,
+    multiarray_to_matrix,
+    state_from_readings,
+)
 from freeflyer_control.runtime.controller_server import ControllerServer
 from freeflyer_control.runtime.gjm_server import GjmServer
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
@@ -62,6 +67,7 @@ class Lockstep:
         self.plant = PlantServer(ff, state if state is not None else _ready_state(ff), rate=RATE)
         self.ctl = ControllerServer(ff, rate=RATE, controller=controller, **ctl_kwargs)
         self.k = 0
+        self.clock_offset = 0.0   # s the controller's clock reads ahead of the plant's (a clock step)
 
     @property
     def now(self) -> float:
@@ -70,8 +76,8 @@ class Lockstep:
     def step(self, feed: bool = True):
         now = self.now
         if feed:
-            _feed(self.ctl, self.plant.measurement(), now)
-        out = self.ctl.tick(now)
+            _feed(self.ctl, self.plant.measurement(), now + self.clock_offset)
+        out = self.ctl.tick(now + self.clock_offset)
         a = out.actuation
         self.plant.set_arm_torques(a.arm_torques, now)
         self.plant.set_wheel_torques(a.wheel_torques, now)
@@ -245,6 +251,206 @@ def test_nan_joint_state_refused_counted_and_without_effect():
     assert a.stats.errors.counts["nan"] == 2
     out = a.tick(_t(2))
     assert out.status == "stale" and "joint_states" in out.reason and _is_zero(out.actuation, ff)
+
+
+# ---------------------------------------------------------------------------------------------
+# ControllerServer: clock steps (a restarted simulation clock, a looping bag, an NTP step)
+
+
+def test_watchdog_reports_an_input_received_after_now_as_a_clock_step():
+    wd = Watchdog(0.015, ("joint_states",))
+    wd.feed("joint_states", 20.0)
+    assert wd.stale(20.01) == []
+    # Without the step check the age would be -10 s: "fresh" for the next 10 s.
+    assert wd.stale(10.0) == ["joint_states received before the clock stepped back by 10.000 s"]
+
+
+def _running(ff, seconds: float = 1.0, **kwargs) -> Lockstep:
+    sim = Lockstep(ff, **kwargs)
+    sim.run(seconds)
+    return sim
+
+
+def test_backwards_clock_step_with_inputs_stopped_zeroes_at_the_next_tick_for_as_long_as_they_stay_stopped():
+    ff = robot("planar_4link")
+    sim = _running(ff)
+    sim.clock_offset = -10.0
+    t_last = sim.now - DT
+    out = sim.step(feed=False)
+    # The clock reads 10 s less one period than at the last tick.
+    assert out.status == "clock_step" and out.reason.startswith("clock stepped back by 9.990 s")
+    assert _is_zero(out.actuation, ff)
+    assert sim.ctl.stats.trips[-1] == (sim.now - DT - 10.0, "clock stepped back by 9.990 s")
+    assert sim.ctl.stats.clock_steps == 1 and sim.ctl.stats.last_clock_step == "clock stepped back by 9.990 s"
+    for _ in range(int(11.0 * RATE)):  # longer than the step: the old arrival times never count again
+        out = sim.step(feed=False)
+        assert out.status == "clock_step" and _is_zero(out.actuation, ff), (sim.now, out)
+    assert sim.now - t_last > 11.0
+
+
+def test_after_a_clock_step_fresh_inputs_rearm_after_the_settle_time_and_hold_the_current_pose():
+    ff = robot("planar_4link")
+    sim = _running(ff, maneuver=None)
+    sim.ctl.set_ee_target(EE, _ee_position(ff, sim.plant.plant.state.q) + [-0.1, 0.05, 0.0], None)
+    sim.run(0.5)
+    sim.clock_offset = -10.0
+    statuses = []
+    while True:
+        out = sim.step()
+        statuses.append(out.status)
+        if out.status == "ok":
+            break
+        assert _is_zero(out.actuation, ff) and "clock stepped back by 9.990 s" in out.reason
+    # Zero from the step until the inputs have been fresh for the settle time (the tick at the
+    # step counts as the first fresh one): 0.25 s at 100 Hz is 25 ticks of zeros.
+    assert statuses == ["clock_step"] * 25 + ["ok"]
+    assert out.info.tasks == ()  # the target set on the old clock is dropped ...
+    q_hold = out.info.joint_reference.position
+    np.testing.assert_allclose(q_hold, joint_positions(ff, sim.ctl.state.q)[ff.arm_v_indices - ff.nb], atol=1e-12)
+    sim.run(1.0)  # ... and the arm holds where it was re-armed
+    np.testing.assert_allclose(sim.step().info.joint_reference.position, q_hold, atol=1e-12)
+
+
+def test_a_forward_clock_jump_is_a_clock_step_too():
+    ff = robot("planar_4link")
+    sim = _running(ff)
+    sim.clock_offset = 10.0
+    out = sim.step()
+    assert out.status == "clock_step" and out.reason.startswith("clock jumped forward by 10.010 s")
+    assert _is_zero(out.actuation, ff)
+    for _ in range(30):
+        out = sim.step()
+    assert out.status == "ok"
+
+
+def test_a_scripted_maneuver_goes_on_in_the_control_time_across_a_clock_step():
+    # The control law's clock never steps: the Wilde maneuver's reference would otherwise jump
+    # back 10 s (1 rad of joint 1); after the step the controller holds the pose it re-armed at.
+    from freeflyer_control.control.maneuvers import Wilde
+
+    ff = robot("planar_4link")
+    sim = _running(ff, seconds=2.0, maneuver=Wilde())
+    sim.clock_offset = -10.0
+    for _ in range(26):
+        out = sim.step()
+    assert out.status == "ok" and sim.ctl.loop.maneuver.name == "hold"
+    assert sim.ctl._control_time > 2.0  # went on from 2 s, not back to -8 s
+
+
+def test_an_input_stamped_before_the_last_tick_is_caught_as_a_step_between_ticks():
+    ff = robot("planar_4link")
+    sim = _running(ff)
+    fields = sim.plant.measurement()
+    assert sim.ctl.on_joint_state(*_joint_args(fields), now=sim.now - 5.0)
+    assert sim.ctl.stats.clock_steps == 1 and "stepped back by" in sim.ctl.stats.last_clock_step
+    assert sim.step(feed=False).status == "clock_step"
+
+
+def test_the_estop_latch_survives_a_clock_step():
+    ff = robot("planar_4link")
+    sim = _running(ff)
+    sim.ctl.estop(sim.now, "operator pressed stop")
+    sim.clock_offset = -10.0
+    for _ in range(100):
+        out = sim.step()
+        assert out.status == "estop" and _is_zero(out.actuation, ff)
+    assert sim.ctl.stats.clock_steps == 1
+    # The inputs stayed fresh for more than the settle time on the new clock: released, the
+    # controller runs at once.
+    assert sim.ctl.reset_estop()[0]
+    assert sim.step().status == "ok"
+
+
+@pytest.mark.parametrize("now", [np.nan, np.inf, -np.inf])
+def test_a_tick_at_a_time_that_is_not_a_time_is_a_zero_clock_step(now):
+    ff = robot("planar_4link")
+    sim = _running(ff)
+    out = sim.ctl.tick(now)
+    assert out.status == "clock_step" and f"clock reads {now} s" in out.reason and _is_zero(out.actuation, ff)
+
+
+# ---------------------------------------------------------------------------------------------
+# ControllerServer: finite but absurd inputs, and a control law that fails
+
+
+def _absurd(fields, where: str, value: float):
+    """``fields`` with one finite but absurd entry."""
+    jp, jv = fields.joint_positions.copy(), fields.joint_velocities.copy()
+    b = fields.base
+    pos, lin, ang = b.position.copy(), b.linear_velocity.copy(), b.angular_velocity.copy()
+    {"joint_position": jp, "joint_velocity": jv, "base_position": pos, "base_linear": lin,
+     "base_angular": ang}[where][1 if where.startswith("joint") else 0] = value
+    return type(fields)(fields.joint_names, jp, jv, type(b)(pos, b.orientation_xyzw, lin, ang))
+
+
+@pytest.mark.parametrize("where, value, words", [
+    ("joint_position", 1e308, "joint joint2 at 1e+308 rad, outside the plausible [-5.642, 5.642] rad"),
+    ("joint_velocity", 1e154, "joint joint2 moving at 1e+154 rad/s, beyond the plausible 3 rad/s"),
+    ("base_position", 1e308, "base 1e+308 m from the world origin"),
+    ("base_linear", 1e154, "base speed 1e+154 m/s beyond the plausible 5 m/s (max_base_speed)"),
+    ("base_angular", -1e154, "base rate 1e+154 rad/s beyond the plausible 10 rad/s (max_base_rate)"),
+])
+def test_finite_but_absurd_inputs_are_refused_counted_and_zero_the_command_until_a_plausible_one(where, value, words):
+    ff = robot("planar_4link")
+    sim = _running(ff, seconds=0.2)
+    calls = []
+    law = sim.ctl.loop.tick
+    sim.ctl.loop.tick = lambda *a: calls.append(a) or law(*a)
+    good = sim.plant.measurement()
+    bad = _absurd(good, where, value)
+    joints_ok = sim.ctl.on_joint_state(*_joint_args(bad), now=sim.now)
+    base_ok = sim.ctl.on_base_odometry(bad.base, now=sim.now)
+    assert [joints_ok, base_ok].count(False) == 1
+    out = sim.ctl.tick(sim.now)
+    assert out.status == "implausible" and words in out.reason and _is_zero(out.actuation, ff)
+    assert sim.ctl.stats.errors.counts["implausible"] == 1 and words in sim.ctl.stats.errors.last
+    assert calls == []  # refused before the control law: the plausibility check is the first line
+    assert sim.ctl.stats.trips[-1][1] == out.reason
+    sim.k += 1
+    assert sim.step().status == "ok"  # a plausible message clears it
+
+
+def test_the_base_speed_bound_is_a_setting():
+    ff = robot("planar_4link")
+    fields = fields_from_state(ff, make_state(ff, base_linear_velocity=[0.2, 0.0, 0.0]))
+    strict = ControllerServer(ff, rate=RATE, max_base_speed=0.1)
+    _joints_ok = strict.on_joint_state(*_joint_args(fields), now=0.0)
+    assert _joints_ok and not strict.on_base_odometry(fields.base, 0.0)
+    assert "beyond the plausible 0.1 m/s" in strict.stats.errors.last
+    default = ControllerServer(ff, rate=RATE)
+    _feed(default, fields, 0.0)
+    assert default.tick(0.0).status == "ok"
+
+
+def test_a_control_law_that_raises_gives_a_counted_zero_fault_and_the_next_tick_runs_again():
+    ff = robot("planar_4link")
+    sim = _running(ff, seconds=0.2)
+    law = sim.ctl.loop.tick
+
+    def broken(*args):
+        raise np.linalg.LinAlgError("Singular matrix")
+    sim.ctl.loop.tick = broken
+    out = sim.step()
+    assert out.status == "fault" and out.reason == "control law raised LinAlgError: Singular matrix"
+    assert _is_zero(out.actuation, ff) and sim.ctl.stats.faults == 1
+    assert sim.ctl.stats.last_fault == out.reason and sim.ctl.stats.trips[-1][1] == out.reason
+    sim.ctl.loop.tick = law
+    assert sim.step().status == "ok"
+
+
+def test_a_control_law_that_returns_non_finite_commands_gives_a_zero_fault():
+    ff = robot("planar_4link")
+    sim = _running(ff, seconds=0.2)
+    law = sim.ctl.loop.tick
+
+    def overflowing(*args):
+        actuation, info = law(*args)
+        actuation.arm_torques[0] = np.inf
+        return actuation, info
+    sim.ctl.loop.tick = overflowing
+    out = sim.step()
+    assert out.status == "fault" and out.reason == "control law gave non-finite commands"
+    assert _is_zero(out.actuation, ff)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,3 +773,14 @@ def test_gjm_unknown_frame_fails_at_construction_listing_links():
         GjmServer(ff, frames=(EE, "gripper_tip"))
     msg = str(info.value)
     assert "gripper_tip" in msg and "links:" in msg and EE in msg and ff.base_link in msg
+
+
+def test_gjm_of_an_implausible_state_is_refused_and_counted():
+    ff = robot("planar_4link")
+    server = GjmServer(ff)
+    fields = fields_from_state(ff, _ready_state(ff))
+    absurd = _absurd(fields, "joint_velocity", 1e154)
+    state = state_from_readings(ff, JointReading(absurd.joint_positions, absurd.joint_velocities), absurd.base)
+    assert server.compute(state) == {}
+    assert server.errors.counts["implausible"] == 1 and "1e+154 rad/s" in server.errors.last
+    assert set(server.compute(_ready_state(ff))) == {EE}

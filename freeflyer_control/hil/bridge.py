@@ -17,13 +17,22 @@ message (NaN, a jump, an e-stop) trips at that message; data that stops trips wh
 timeout expires; either way the next tick (at most one control period later) sends the safe
 commands. The bridge arms itself when every input has arrived and passes the checks.
 
+Time: every call carries the bridge's clock (``now``). A step of that clock (back, or forward by
+more than ``watchdog.MAX_TICK_GAP`` between ticks), or sample stamps that step back, makes
+every kept time meaningless (watchdogs, estimators, PWM periods): the bridge trips
+(``clock_step``, if armed) and starts from scratch, re-acquiring the estimates; it arms again,
+or a reset succeeds, once the inputs have been fresh for the settle time on the new clock.
+Finite but absurd samples (:mod:`freeflyer_control.runtime.plausibility`) are refused like NaN
+ones; and a tick never raises: an internal error trips ``fault`` and sends the safe commands.
+
 No ROS here: the node (``testbed_bridge``) and the in-process runner feed the same object.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pinocchio as pin
@@ -35,14 +44,16 @@ from freeflyer_control.ros.conversions import (
     BaseReading,
     ErrorCounter,
     JointReading,
+    JointStateReader,
     MessageError,
     finite_array,
     state_from_readings,
 )
-from freeflyer_control.runtime.watchdog import Watchdog
+from freeflyer_control.runtime.plausibility import PlausibilityBounds
+from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
 from .config import TestbedConfig
-from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise
+from .estimator import BaseEstimator, BaseEstimatorConfig, JointEstimator, KalmanNoise, SampleVerdict
 from .frames import tilt
 from .safety import BRAKE, BRAKE_DEADBAND_RATE, BRAKE_DEADBAND_SPEED, BRAKE_GAIN, MotionLimits, SafetyLatch, Trip
 from .safety import brake_acceleration as thruster_brake_acceleration
@@ -52,6 +63,9 @@ from .safety import brake_acceleration as thruster_brake_acceleration
 ARM_SETTLE_TIME = 0.25               # s
 # A header stamp this far from the bridge clock is from another clock, not a late sample.
 MAX_CLOCK_SKEW = 0.5                 # s
+# A base wrench request this many times what all thrusters together give (force, N; torque
+# about base_link, N m) is a corrupt command, not a large one: refused like a NaN command.
+PLAUSIBLE_WRENCH_FACTOR = 100.0
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,8 @@ class BridgeOutput:
     """One tick: the hardware command, the state for the controller, the status.
 
     status: ``waiting`` (inputs not yet valid), ``active`` (forwarding the controller),
-    ``tripped`` (safe reaction latched; ``trip`` says why).
+    ``tripped`` (safe reaction latched; ``trip`` says why: its ``kind`` is a key of
+    ``safety.REACTIONS``, e.g. ``clock_step`` or ``fault``).
     """
 
     command: HardwareCommand
@@ -88,11 +103,18 @@ class BridgeOutput:
 
 @dataclass
 class BridgeStats:
+    """Counters for /diagnostics: ``rejected`` counts refused samples and commands by kind
+    (``implausible`` among them); clock steps and internal faults with their last reason."""
+
     ticks: int = 0
     safe_ticks: int = 0
     rejected: ErrorCounter = field(default_factory=ErrorCounter)
     saturated_efforts: int = 0
     allocation_residual: float = 0.0
+    clock_steps: int = 0
+    last_clock_step: str = ""
+    faults: int = 0
+    last_fault: str = ""
 
 
 class TestbedBridge:
@@ -125,13 +147,18 @@ class TestbedBridge:
         self._offset = np.array([c.offset for c in ch])
         self._arm = np.array([ff.joint_names.index(n) for n in ff.arm_joint_names], dtype=int)
         self._wheels = np.array([ff.joint_names.index(n) for n in ff.wheel_joint_names], dtype=int)
-        self._enc_index: dict[tuple[str, ...], np.ndarray] = {}
+        # Duplicated, missing or non-finite channels are refused as the controller's reader does.
+        self._encoder_reader = JointStateReader(self._names, require_velocity=False, topic="encoders")
+        self.bounds = PlausibilityBounds.from_model(ff)
+        self.clock = ClockGuard()
         # Continuous joints (wheels) read modulo 2 pi: unwrapped against the prediction so the
         # rate filter sees the motion, not a 2 pi jump (valid below pi * encoder rate rad/s).
         self._continuous = np.array([ff.model.joints[ff.model.getJointId(n)].nq == 2 for n in ff.joint_names])
         thr = config.actuators.thrusters
         self.allocator = ThrusterAllocator(ff) if thr else None
         self.pwm = PulseWidthModulator(ff.thruster_max_forces, thr.pwm_period, thr.min_on_time) if thr else None
+        lever = max((float(np.linalg.norm(t.position)) for t in ff.thrusters), default=0.0)
+        self._max_wrench = PLAUSIBLE_WRENCH_FACTOR * float(ff.thruster_max_forces.sum()) * max(1.0, lever)
         self._channels = np.array([[t.name for t in ff.thrusters].index(c) for c in thr.channels]) if thr else None
         reaction = 2 * self.period + (thr.pwm_period if thr else 0.0)
         self.limits = MotionLimits(config.limits, thruster_brake_acceleration(ff), reaction)
@@ -169,24 +196,33 @@ class TestbedBridge:
         """A marker-body pose from the capture system: ``position`` (capture frame and units),
         ``orientation_xyzw`` (capture frame), sample time ``stamp`` and arrival ``now`` (s)."""
         cap = self.config.capture
+        if not self._observe(now):
+            return
         t = self._sample_time(stamp, now, cap.stamp, cap.latency, "capture")
         if t is None:
             return
         try:
             p = finite_array(position, "capture position", 3)
             q = finite_array(orientation_xyzw, "capture orientation", 4)
-            if abs(np.linalg.norm(q) - 1.0) > 1e-3:
-                raise MessageError("quaternion", f"capture orientation is not a unit quaternion (norm {np.linalg.norm(q):.4g})")
+            norm = math.hypot(*q)  # no overflow warning for a corrupt 1e308 component: inf, refused
+            if abs(norm - 1.0) > 1e-3:
+                raise MessageError("quaternion", f"capture orientation is not a unit quaternion (norm {norm:.4g})")
         except MessageError as exc:
             self._reject(exc, now, "capture_invalid", f"capture sample refused: {exc}")
             return
         p_w, R_w = cap.transform.to_world(p, q)
+        implausible = self.bounds.base(p_w, None, None, "capture")
+        if implausible:
+            self._reject(MessageError("implausible", implausible), now, "capture_invalid", implausible)
+            return
         self._last_capture = (t, p_w, R_w)
         problem = self._frame_problem(p_w, R_w)
         if problem:
             self._reject(MessageError("frame", problem), now, "capture_frame", problem)
             return
         verdict = self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w))
+        verdict = self._unless_stamps_stepped_back(
+            verdict, "capture", t, now, lambda: self.base_estimator.update(t, p_w, xyzw_from_rotation(R_w)))
         if verdict.accepted:
             self.watchdogs["capture"].feed("capture", now)
         elif verdict.kind == "jump":
@@ -222,26 +258,34 @@ class TestbedBridge:
     def on_encoders(self, stamp: float, names, positions, velocities, now: float) -> None:
         """An encoder message: hardware ``names``, raw ``positions`` (rad) and ``velocities``
         (rad/s, may be empty), sample time ``stamp``, arrival ``now`` (s)."""
+        if not self._observe(now):
+            return
         t = self._sample_time(stamp, now, "header", 0.0, "encoders")
         if t is None:
             return
+        use_rates = self.config.encoders.velocities == "measured"
         try:
-            index = self._encoder_index(tuple(names))
-            raw = finite_array(positions, "encoder positions", len(names))[index]
-            use_rates = self.config.encoders.velocities == "measured"
             if use_rates and len(velocities) == 0:
                 raise MessageError("missing", "encoder message has no velocities (encoders.velocities: measured)")
-            rates = finite_array(velocities, "encoder velocities", len(names))[index] if use_rates else None
+            reading = self._encoder_reader.read(names, positions, velocities if use_rates else [])
         except MessageError as exc:
             self._reject(exc, now, "encoders_invalid", f"encoder message refused: {exc}")
             return
-        q = self._sign * (raw - self._offset)
+        q = self._sign * (reading.positions - self._offset)
+        rates = self._sign * reading.velocities if use_rates else None
+        implausible = self.bounds.joints(q, rates, "encoders")
+        if implausible:
+            self._reject(MessageError("implausible", implausible), now, "encoders_invalid",
+                         f"encoder message refused: {implausible}")
+            return
         if self.joint_estimator.initialized and self._continuous.any():
             # Against the angle predicted for this sample (the last one carried on at the
             # estimated rate): a lost message then does not halve the speed that unwraps.
             turns = np.round((q - self.joint_estimator.estimate(t)[0]) / (2 * np.pi))
             q = np.where(self._continuous, q - 2 * np.pi * turns, q)
-        verdict = self.joint_estimator.update(t, q, None if rates is None else self._sign * rates)
+        verdict = self.joint_estimator.update(t, q, rates)
+        verdict = self._unless_stamps_stepped_back(verdict, "encoders", t, now,
+                                                   lambda: self.joint_estimator.update(t, q, rates))
         if verdict.accepted:
             self.watchdogs["encoders"].feed("encoders", now)
         elif verdict.kind == "out_of_order":
@@ -253,17 +297,47 @@ class TestbedBridge:
             self._reject(MessageError(verdict.kind, verdict.reason), now, "encoders_invalid",
                          f"encoder message refused: {verdict.reason}")
 
-    def _encoder_index(self, names: tuple[str, ...]) -> np.ndarray:
-        index = self._enc_index.get(names)
-        if index is None:
-            where = {n: i for i, n in enumerate(names)}
-            missing = [n for n in self._names if n not in where]
-            if missing:
-                raise MessageError("missing", f"encoder message lacks {missing} (has {list(names)})")
-            index = np.array([where[n] for n in self._names], dtype=int)
-            if len(self._enc_index) < 16:
-                self._enc_index[names] = index
-        return index
+    def _observe(self, now: float, tick: bool = False) -> bool:
+        """Watch the clock; False if ``now`` is not a time (nothing can be done with the call)."""
+        step = self.clock.observe(now, tick)
+        if step:
+            self._clock_step(now, step)
+        return math.isfinite(now)
+
+    def _unless_stamps_stepped_back(self, verdict: SampleVerdict, name: str, t: float, now: float,
+                                    again: Callable[[], SampleVerdict]) -> SampleVerdict:
+        """The verdict on a sample stamped far before the last accepted one. One late message
+        is refused like any sample out of order; once the input has gone stale as well (nothing
+        accepted for its timeout: a trip, if armed) it is the stamp clock that stepped back:
+        the bridge starts from scratch and the sample is used ``again``."""
+        if verdict.kind != "clock_step":
+            return verdict
+        watchdog = self.watchdogs[name]
+        if not watchdog.stale(now):
+            return replace(verdict, kind="out_of_order")
+        last = (self.base_estimator if name == "capture" else self.joint_estimator).t
+        self._clock_step(now, f"{name} stamps stepped back by {last - t:.3f} s (stamp {t:.6f} s, last accepted "
+                              f"{last:.6f} s; nothing later for the {watchdog.timeout} s timeout)")
+        return again()
+
+    def _clock_step(self, now: float, reason: str) -> None:
+        """Start from scratch: every kept time is on the old clock (a trip, if armed)."""
+        self.stats.clock_steps += 1
+        self.stats.last_clock_step = reason
+        if self._armed:
+            self.latch.trip(now, "clock_step", reason)
+        self._armed = self._heard_controller = False
+        self._commands = Actuation()
+        for watchdog in self.watchdogs.values():
+            watchdog.reset()
+        self.base_estimator.reset()
+        self.joint_estimator.reset()
+        self._fresh_since = None
+        self._last_fault = (-np.inf, "")
+        if self.pwm is not None:
+            self.pwm.reset()
+        self._pwm_period_index = None
+        self._wrench_sum, self._wrench_count = np.zeros(self.ff.nb), 0
 
     def _reject(self, error: MessageError, now: float, kind: str, reason: str) -> None:
         self.stats.rejected.record(error)
@@ -276,21 +350,32 @@ class TestbedBridge:
         """The controller's commands: arm torques (arm order, N m), wheel torques (N m), base
         wrench about base_link in world axes (planar [fx, fy, mz], spatial 6). Thruster forces
         are ignored: the bridge allocates with the testbed's own layout."""
+        if not self._observe(now):
+            return
         try:
             act = saturate(self.ff, Actuation(actuation.arm_torques, actuation.wheel_torques, np.zeros(0),
                                               actuation.base_wrench_world))
         except ValueError as exc:
             self.stats.rejected.record(MessageError("command", str(exc)))
             return
+        wrench = float(np.abs(act.base_wrench_world).max(initial=0.0))
+        if self.allocator is not None and wrench > self._max_wrench:
+            self.stats.rejected.record(MessageError("command", (
+                f"base wrench component {wrench:.4g} beyond {self._max_wrench:.4g} N or N m ({PLAUSIBLE_WRENCH_FACTOR:g} x "
+                "what the thrusters give together): a corrupt command")))
+            return
         self._commands = act
         self._heard_controller = True
         self.watchdogs["commands"].feed("commands", now)
 
     def estop(self, now: float, reason: str = "e-stop requested") -> None:
+        self._observe(now)
         self.latch.trip(now, "estop", reason)
 
     def reset(self, now: float) -> tuple[bool, str]:
         """Clear the latched trip if its cause is gone; else say what is still wrong."""
+        if not self._observe(now):
+            return False, f"cannot reset: clock reads {now} s"
         if not self.latch.tripped:
             return True, "nothing to reset"
         problems = self._input_problems(now)
@@ -342,14 +427,52 @@ class TestbedBridge:
         return out
 
     def tick(self, now: float) -> BridgeOutput:
-        """Check, then command the testbed for the period [now, now + 1/rate)."""
+        """Check, then command the testbed for the period [now, now + 1/rate). Never raises."""
         self.stats.ticks += 1
+        try:
+            if not self._observe(now, tick=True):
+                return self._safe_output()
+            return self._tick(now)
+        except Exception as exc:  # noqa: BLE001  the last line of defence: the hardware needs a command
+            reason = f"bridge tick raised {type(exc).__name__}: {exc}"
+            self.stats.faults += 1
+            self.stats.last_fault = reason
+            self.latch.trip(now, "fault", reason)
+            return self._safe_output()
+
+    def _safe_output(self) -> BridgeOutput:
+        """Zero efforts, shut valves, wheels held (computed from nothing that could fail)."""
+        self.stats.safe_ticks += 1
+        wheels = np.zeros(self._wheels.size)
+        if self.config.actuators.wheel_command != "torque" and self._wheel_setpoint is not None:
+            wheels = self._effort_sign[self._wheels] * np.nan_to_num(self._wheel_setpoint)
+        valves = np.zeros(len(self._channels)) if self._channels is not None else None
+        self._last_reaction = "safe"  # the next tick's reaction differs: the valves restart at once
+        trip = self.latch.active
+        return BridgeOutput(HardwareCommand(np.zeros(self._arm.size), wheels, valves),
+                            "tripped" if trip is not None else "waiting", None, None, trip)
+
+    def _implausible_estimate(self, now: float, joints: JointReading, base: BaseReading) -> bool:
+        """Refuse (and, armed, trip on) an estimate extrapolated to absurd values."""
+        for kind, problem in (
+                ("encoders_invalid", self.bounds.joints(joints.positions, joints.velocities, "joint estimate")),
+                ("capture_invalid", self.bounds.base(base.position, base.linear_velocity, base.angular_velocity,
+                                                     "base estimate"))):
+            if problem:
+                self._reject(MessageError("implausible", problem), now, kind, problem)
+                return True
+        return False
+
+    def _tick(self, now: float) -> BridgeOutput:
         stale = {name: self.watchdogs[name].stale(now) for name in ("capture", "encoders")}
         joints = base = None
-        if any(stale.values()):
+        if not any(stale.values()):
+            joints, base = self._estimates(now)
+            if self._implausible_estimate(now, joints, base):
+                joints = base = None
+        if joints is None:
             self._fresh_since = None
         else:
-            joints, base = self._estimates(now)
             if self._fresh_since is None:
                 self._fresh_since = now
             if (not self._armed and not self.latch.tripped and now - self._fresh_since >= ARM_SETTLE_TIME

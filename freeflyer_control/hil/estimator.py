@@ -23,6 +23,9 @@ from freeflyer_control.ros.conversions import BaseReading
 INITIAL_RATE_STD = 1e3
 # Same tolerance as read_odometry: a capture quaternion further from unit is corrupt, not rounded.
 QUATERNION_NORM_TOLERANCE = 1e-3
+# A network reorders messages by milliseconds: a sample stamped this much before the last accepted
+# one comes from a clock that stepped back (a restarted driver, an NTP step), not from the queue.
+MAX_REORDER = 0.05          # s
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,8 @@ class BaseEstimatorConfig:
 @dataclass(frozen=True)
 class SampleVerdict:
     """Whether a sample was used; ``reason`` says why not, ``kind`` is the diagnostics counter key
-    ("out_of_order", "jump", "nan", "quaternion"; "" when accepted)."""
+    ("out_of_order", "clock_step", "jump", "nan", "quaternion"; "" when accepted). After a
+    "clock_step" no later sample on the new clock would be accepted: the caller must reset()."""
 
     accepted: bool
     reason: str = ""
@@ -173,6 +177,9 @@ def _count(owner, verdict: SampleVerdict) -> SampleVerdict:
 
 
 def _out_of_order(t: float, last: float) -> SampleVerdict:
+    if t < last - MAX_REORDER:
+        return SampleVerdict(False, f"stamp {t:.6f} s is {last - t:.3f} s before the last accepted sample ({last:.6f} s): "
+                                    "its clock stepped back, or the message is very late", "clock_step")
     # A repeated stamp is a repeated message, not a second measurement of the same instant.
     return SampleVerdict(False, f"out of order: stamp {t:.6f} s is not after the last accepted sample "
                                 f"({last:.6f} s)", "out_of_order")

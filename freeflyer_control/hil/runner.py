@@ -10,7 +10,11 @@ ROS graph of ``hil_sim.launch.py`` wires them, on one simulated clock:
   controller's previous output: the one-tick delay of a topic round trip) and hands its state
   estimate to the controller, whose output it receives for the next tick;
 * a bridge trip e-stops the controller (the node calls ``controller_node/estop``), and a
-  successful bridge reset resets the controller's e-stop (``controller_node/reset_estop``).
+  successful bridge reset resets the controller's e-stop (``controller_node/reset_estop``);
+* the nodes' clock can step (``clock_steps``: a restarted simulation clock, a looping bag, an
+  NTP step on the host): the bridge and the controller then read ``t + offset`` and the sample
+  stamps carry the offset in force when they were taken, while the emulated plant goes on in
+  true time.
 
 Used by ``freeflyer sim --via-testbed`` and by the fault-injection tests.
 """
@@ -54,6 +58,7 @@ class HilLog:
 
     true_*: the emulated plant. est_*: the bridge's estimate (NaN while it has none).
     status: STATUS_CODES of the bridge. duty: valve commands sent this tick (NaN: none sent).
+    clock: the nodes' clock at the tick (t plus the clock steps so far), s.
     """
 
     columns: dict[str, list] = field(default_factory=dict)
@@ -86,7 +91,7 @@ class HilRun:
 def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: float, *,
             mode: str = "floating", controller: str = "computed_torque", faults: Sequence[Fault] = (),
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
-            emulated: TestbedConfig | None = None,
+            emulated: TestbedConfig | None = None, clock_steps: Sequence[tuple[float, float]] = (),
             on_tick: Callable[[float, BridgeOutput], None] | None = None,
             on_control: Callable[[float, State, ControllerOutput], None] | None = None) -> HilRun:
     """Run ``maneuver`` on the emulated testbed for ``duration`` s from ``state``.
@@ -100,6 +105,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         settings: the emulator's (default: the config's ``emulator`` section).
         emulated: the testbed as it really is, if not as ``testbed`` describes it (a lab's
             config with a mistake in it: the bridge reads ``testbed``, the emulator imitates this).
+        clock_steps: (true time s, step s) pairs: from that time on the nodes' clock reads
+            ``step`` s more (negative: back); events are at true times.
         on_tick: called after each bridge tick (tests watch commands with it).
         on_control: called after each controller tick with the true state (for recorders).
     """
@@ -110,6 +117,14 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
     ctrl = ControllerServer(ff, rate=testbed.rate, controller=controller, mode=mode, base_actuation="ideal",
                             maneuver=maneuver)
     pending = sorted(events, key=lambda e: e.time)
+    steps = sorted((float(at), float(step)) for at, step in clock_steps)
+    if not all(np.isfinite(at) and np.isfinite(step) for at, step in steps):
+        raise ValueError(f"clock steps must be finite (time s, step s) pairs, got {list(clock_steps)}")
+
+    def clock(t: float) -> float:
+        """The nodes' clock at true time t."""
+        return t + sum(step for at, step in steps if at <= t + 1e-12)
+
     log = HilLog()
     n_ticks = round(duration / dt)
     estopped_for: object = None
@@ -117,23 +132,24 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
     for k in range(n_ticks + 1):
         t = k * dt
         emulator.advance(t)
+        now = clock(t)
         for s in emulator.capture_samples(t):
-            bridge.on_capture(s.stamp, s.position, s.orientation_xyzw, s.delivery)
+            bridge.on_capture(clock(s.stamp), s.position, s.orientation_xyzw, clock(s.delivery))
         for s in emulator.encoder_samples(t):
-            bridge.on_encoders(s.stamp, s.names, s.positions, s.velocities, s.delivery)
+            bridge.on_encoders(clock(s.stamp), s.names, s.positions, s.velocities, clock(s.delivery))
         while pending and pending[0].time <= t + 1e-12:
             event = pending.pop(0)
             if event.kind == "estop":
-                bridge.estop(t, event.text or "e-stop requested")
+                bridge.estop(now, event.text or "e-stop requested")
             elif event.kind == "mode":
-                ctrl.request_mode(event.text, t, "event")
+                ctrl.request_mode(event.text, now, "event")
             else:
-                ok, message = bridge.reset(t)
+                ok, message = bridge.reset(now)
                 log.resets.append((t, ok, message))
                 if ok:
                     ctrl.reset_estop()
                     estopped_for = None
-        out = bridge.tick(t)
+        out = bridge.tick(now)
         cmd = out.command
         emulator.on_joint_efforts(cmd.joint_efforts, t)
         if cmd.wheels.size:
@@ -141,18 +157,19 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         if cmd.thrusters is not None:
             emulator.on_thruster_command(cmd.thrusters, t)
         if out.trip is not None and out.trip is not estopped_for:
-            ctrl.estop(t, f"testbed bridge: {out.trip.reason}")
+            ctrl.estop(now, f"testbed bridge: {out.trip.reason}")
             estopped_for = out.trip
         if on_tick is not None:
             on_tick(t, out)
         if out.joints is not None:
-            ctrl.on_joint_state(ff.joint_names, out.joints.positions, out.joints.velocities, t)
-            ctrl.on_base_odometry(out.base, t)
-        control = ctrl.tick(t)
-        bridge.on_controller(control.actuation, t)
+            ctrl.on_joint_state(ff.joint_names, out.joints.positions, out.joints.velocities, now)
+            ctrl.on_base_odometry(out.base, now)
+        control = ctrl.tick(now)
+        bridge.on_controller(control.actuation, now)
         if on_control is not None:
             on_control(t, emulator.state, control)
         _record(log, ff, t, emulator.state, out)
+        log.add(clock=now)
     return HilRun(emulator, bridge, ctrl, log.finish(), log.resets, time.perf_counter() - wall0)
 
 

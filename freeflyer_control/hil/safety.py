@@ -7,10 +7,11 @@ is still there. Two reactions, chosen by what is still trustworthy:
 ============  =========================================================  =======================
 reaction      trips                                                      commands
 ============  =========================================================  =======================
-``off``       e-stop; stale, invalid (NaN) or jumping capture or         zero joint and wheel
-              encoder data; a capture pose off the table (wrong axes);   torques, valves shut
-              silent controller; joint or wheel over speed; joint past
-              its range
+``off``       e-stop; stale, invalid (NaN, implausible) or jumping       zero joint and wheel
+              capture or encoder data; a capture pose off the table      torques, valves shut
+              (wrong axes); silent controller; joint or wheel over
+              speed; joint past its range; a step of the clock; an
+              internal fault of the bridge
 ``brake``     geofence (base heading for a table edge); base over speed  thrusters brake the base
                                                                          to rest; joints damped
 ============  =========================================================  =======================
@@ -46,6 +47,7 @@ REACTIONS = {
     "estop": OFF, "capture_stale": OFF, "capture_invalid": OFF, "capture_jump": OFF, "capture_frame": OFF,
     "encoders_stale": OFF, "encoders_invalid": OFF, "commands_stale": OFF,
     "joint_speed": OFF, "joint_range": OFF, "wheel_speed": OFF, "geofence": BRAKE, "base_speed": BRAKE,
+    "clock_step": OFF, "fault": OFF,
 }
 # Below these the braking law stops pushing: estimate noise must not fire valves forever.
 BRAKE_DEADBAND_SPEED = 0.01    # m/s

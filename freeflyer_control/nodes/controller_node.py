@@ -15,7 +15,9 @@ Publishes at ``rate``:
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
 Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused
-with the reason. Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
+with the reason. ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
+them the commands are zero, status ``implausible``). A step of the node's clock (status
+``clock_step``) and a failing control law (status ``fault``) are logged once each, with the reason. Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
 
@@ -51,7 +53,8 @@ from freeflyer_control.nodes.common import (
 )
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
-from freeflyer_control.runtime.controller_server import ControllerServer
+from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerServer
+from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
 PARAMS = ROBOT_PARAMS + (
     Param("rate", 500.0, "control rate, Hz", range=(1.0, 2000.0), read_only=True),
@@ -62,6 +65,10 @@ PARAMS = ROBOT_PARAMS + (
           read_only=True),
     Param("watchdog_timeout", 0.0, "input age that stops the robot, s (0: 1.5 control periods)",
           range=(0.0, 1.0), read_only=True),
+    Param("max_base_speed", DEFAULT_MAX_BASE_SPEED, "base odometry faster than this is implausible: refused, "
+          "commands zero, m/s", range=(0.01, 1000.0), read_only=True),
+    Param("max_base_rate", DEFAULT_MAX_BASE_RATE, "base odometry turning faster than this is implausible: "
+          "refused, commands zero, rad/s", range=(0.01, 1000.0), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
 )
 
@@ -73,7 +80,8 @@ class ControllerNode(Node):
         self.ff = robot_from_parameters(p)
         self.server = ControllerServer(self.ff, rate=p["rate"], controller=p["controller"], mode=p["mode"],
                                        watchdog_timeout=p["watchdog_timeout"] or None,
-                                       base_actuation=p["base_actuation"])
+                                       base_actuation=p["base_actuation"], max_base_speed=p["max_base_speed"],
+                                       max_base_rate=p["max_base_rate"])
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
         self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
@@ -100,6 +108,7 @@ class ControllerNode(Node):
         self.create_timer(1.0 / p["rate"], self._tick)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.last = None
+        self.logged_steps = self.logged_faults = 0   # server counters already logged
         self.markers_every = max(1, round(p["rate"] / 10.0))   # ticks between target markers
         self.next_markers_tick = 0
         self.pub_mode.publish(String(data=self.server.mode.value))
@@ -207,6 +216,7 @@ class ControllerNode(Node):
             self.pub_thrust.publish(vector_msg(act.thruster_forces, "thrusters"))
         if self.ideal_base:
             self.pub_wrench.publish(self._wrench(act.base_wrench_world))
+        self._log_events()
         if out.status != "ok" and (self.last is None or self.last.status != out.status):
             # Throttled: inputs that flap around the watchdog timeout would flood the log at the
             # control rate; /diagnostics counts every zeroed tick.
@@ -217,6 +227,19 @@ class ControllerNode(Node):
             self.next_markers_tick = self.server.stats.ticks + self.markers_every
             self.pub_targets.publish(self._target_markers(out.info.tasks))
         self.last = out
+
+    def _log_events(self) -> None:
+        """Every clock step, and the first fault of a run of them, once and unthrottled: the
+        status-change warning below is throttled and would hide one that follows a stale spell."""
+        stats = self.server.stats
+        if stats.clock_steps != self.logged_steps:
+            self.get_logger().error(f"{stats.last_clock_step}: commands zero until the inputs have been fresh "
+                                    f"for {CLOCK_SETTLE_TIME} s on the new clock, then holding the current pose")
+            self.logged_steps = stats.clock_steps
+        if stats.faults != self.logged_faults:
+            if self.last is None or self.last.status != "fault":
+                self.get_logger().error(f"commands zeroed (fault): {stats.last_fault}")
+            self.logged_faults = stats.faults
 
     def _wrench(self, w: np.ndarray) -> WrenchStamped:
         msg = WrenchStamped()
@@ -246,10 +269,14 @@ class ControllerNode(Node):
         values = {"mode": s.mode.value, "controller": s.loop.controller, "status": status,
                   "ticks": s.stats.ticks, "zero_command_ticks": s.stats.zero_ticks,
                   "refused_messages": s.stats.errors.total, "last_refusal": s.stats.errors.last,
-                  "trips": len(s.stats.trips)}
+                  "trips": len(s.stats.trips), "clock_steps": s.stats.clock_steps,
+                  "last_clock_step": s.stats.last_clock_step or "-", "faults": s.stats.faults,
+                  "last_fault": s.stats.last_fault or "-"}
+        for kind, count in sorted(s.stats.errors.counts.items()):
+            values[f"refused_{kind}"] = count
         if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
             values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
-        level = "ok" if status == "ok" else ("error" if status in ("estop", "stale") else "warn")
+        level = "ok" if status == "ok" else ("warn" if status == "waiting" else "error")
         message = status if status == "ok" else f"{status}: {self.last.reason if self.last else ''}"
         self.pub_diag.publish(diagnostics(self, "freeflyer: controller", level, message, values))
 

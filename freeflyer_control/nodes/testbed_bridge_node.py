@@ -101,6 +101,7 @@ class TestbedBridgeNode(Node):
         self._command_arrival = None   # node clock, s, of the newest command not yet forwarded
         self._estopped_for = None      # the trip the controller was e-stopped for
         self._logged_trips = 0         # bridge.latch.history entries logged so far
+        self._logged_steps = 0         # bridge.stats.clock_steps logged so far
         self._last = None
         self.overruns = 0
         self.refused_commands = ErrorCounter()   # controller messages refused (sensor samples: bridge.stats)
@@ -203,6 +204,7 @@ class TestbedBridgeNode(Node):
             self._command_arrival = None
         out = self.bridge.tick(now)
         self._publish_command(out.command)
+        self._report_clock_steps()
         self._report_trips(out)
         if out.joints is not None and out.base is not None:
             fields = StateFields(tuple(self.ff.joint_names), out.joints.positions, out.joints.velocities, out.base)
@@ -230,6 +232,14 @@ class TestbedBridgeNode(Node):
                 msg.layout.dim = [MultiArrayDimension(label="valves", size=n, stride=n)]
                 msg.data = [round(b) for b in cmd.thrusters]
                 self.pub_valves.publish(msg)
+
+    def _report_clock_steps(self) -> None:
+        """A clock step restarts the bridge from scratch; armed, it also trips (logged below)."""
+        stats = self.bridge.stats
+        if stats.clock_steps != self._logged_steps:
+            self._logged_steps = stats.clock_steps
+            self.get_logger().warning(f"{stats.last_clock_step}: watchdogs, estimators and valve timing restarted "
+                                      "on the new clock")
 
     def _report_trips(self, out) -> None:
         """Log every trip once (the latch records each kind once until it is cleared): the one
@@ -305,7 +315,9 @@ class TestbedBridgeNode(Node):
         values.update({"last_rejection": b.stats.rejected.last or "-",
                        "refused_commands": self.refused_commands.total,
                        "last_refused_command": self.refused_commands.last or "-", "ticks": b.stats.ticks,
-                       "safe_ticks": b.stats.safe_ticks,
+                       "safe_ticks": b.stats.safe_ticks, "clock_steps": b.stats.clock_steps,
+                       "last_clock_step": b.stats.last_clock_step or "-", "faults": b.stats.faults,
+                       "last_fault": b.stats.last_fault or "-",
                        "allocation_residual": f"{b.stats.allocation_residual:.4g}",
                        "tick_overruns": self.overruns})
         level = {"active": "ok", "waiting": "warn", "tripped": "error"}[status]

@@ -13,6 +13,7 @@ rule testable without ROS:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -81,12 +82,15 @@ class JointStateReader:
         require_velocity: refuse messages without velocities.
         ignore_unknown: tolerate extra names (other devices on the same topic) instead of
             refusing the message.
+        topic: what the messages are called in refusals (e.g. ``"encoders"`` for a testbed's).
     """
 
-    def __init__(self, expected: Sequence[str], *, require_velocity: bool = True, ignore_unknown: bool = True):
+    def __init__(self, expected: Sequence[str], *, require_velocity: bool = True, ignore_unknown: bool = True,
+                 topic: str = "joint_states"):
         self.expected = tuple(expected)
         self.require_velocity = require_velocity
         self.ignore_unknown = ignore_unknown
+        self.topic = topic
         self._index_cache: dict[tuple[str, ...], np.ndarray] = {}
 
     def _index(self, names: tuple[str, ...]) -> np.ndarray:
@@ -94,14 +98,14 @@ class JointStateReader:
         if cached is not None:
             return cached
         if len(set(names)) != len(names):
-            raise MessageError("duplicate", f"joint_states names repeat a joint: {list(names)}")
+            raise MessageError("duplicate", f"{self.topic} names repeat a joint: {list(names)}")
         position = {n: i for i, n in enumerate(names)}
         missing = [n for n in self.expected if n not in position]
         if missing:
-            raise MessageError("missing", f"joint_states lacks joint(s) {missing}")
+            raise MessageError("missing", f"{self.topic} lacks joint(s) {missing}")
         unknown = [n for n in names if n not in self.expected]
         if unknown and not self.ignore_unknown:
-            raise MessageError("unknown", f"joint_states names unknown joint(s) {unknown}")
+            raise MessageError("unknown", f"{self.topic} names unknown joint(s) {unknown}")
         index = np.array([position[n] for n in self.expected], dtype=int)
         if len(self._index_cache) < 16:  # a topic carries very few distinct name lists
             self._index_cache[names] = index
@@ -110,13 +114,13 @@ class JointStateReader:
     def read(self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float]) -> JointReading:
         names = tuple(names)
         index = self._index(names)
-        pos = finite_array(positions, "joint_states.position", len(names))
+        pos = finite_array(positions, f"{self.topic}.position", len(names))
         if len(velocities) == 0:
             if self.require_velocity:
-                raise MessageError("missing", "joint_states has no velocities")
+                raise MessageError("missing", f"{self.topic} has no velocities")
             vel = np.zeros(len(names))
         else:
-            vel = finite_array(velocities, "joint_states.velocity", len(names))
+            vel = finite_array(velocities, f"{self.topic}.velocity", len(names))
         return JointReading(pos[index], vel[index])
 
     def read_msg(self, msg) -> JointReading:
@@ -140,7 +144,7 @@ def read_odometry(msg) -> BaseReading:
     p, o = msg.pose.pose.position, msg.pose.pose.orientation
     lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
     quat = finite_array([o.x, o.y, o.z, o.w], "odometry.orientation", 4)
-    norm = np.linalg.norm(quat)
+    norm = math.hypot(*quat)  # no overflow warning for a corrupt 1e308 component: inf, refused below
     if abs(norm - 1.0) > 1e-3:
         raise MessageError("quaternion", f"odometry orientation is not a unit quaternion (norm {norm:.4g})")
     return BaseReading(

@@ -8,11 +8,21 @@ Safety rules (DESIGN.md §7):
 * a refused input (NaN, missing joint, bad quaternion) is counted and ignored: the last good
   state is kept, so a bad message cannot produce a command, and repeated bad messages end in the
   watchdog's zero command;
+* a finite but implausible input (:mod:`freeflyer_control.runtime.plausibility`: a joint rate of
+  1e154 rad/s, a base 1e308 m away) is refused and counted too, and the command is zero
+  (``implausible``) until the same input sends a plausible message;
+* a step of the clock (back, or forward by more than ``MAX_TICK_GAP``) discards every input
+  time and restarts from scratch: zero commands (``clock_step``) until both inputs have been
+  fresh for ``CLOCK_SETTLE_TIME``, then the robot holds the pose it is in. The control law runs
+  on a clock of its own that never steps, so maneuvers, references and mode blends go on;
+* nothing raises out of :meth:`ControllerServer.tick`: a control law that raises, or returns
+  non-finite commands, gives a zero command (``fault``), counted, with the reason;
 * the mode is validated before it is accepted; an impossible one is refused with the reason.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +42,17 @@ from freeflyer_control.ros.conversions import (
     MessageError,
     state_from_readings,
 )
-from freeflyer_control.runtime.watchdog import Watchdog
+from freeflyer_control.runtime.plausibility import (
+    DEFAULT_MAX_BASE_RATE,
+    DEFAULT_MAX_BASE_SPEED,
+    PlausibilityBounds,
+)
+from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
+
+# After a clock step, inputs must have been fresh this long before commands resume: a message
+# or two stamped on the old clock cannot re-arm the controller.
+CLOCK_SETTLE_TIME = 0.25   # s
+INPUTS = ("joint_states", "base_odometry")
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,10 @@ class ControllerOutput:
 
     Attributes:
         actuation: saturated commands to publish (zero when not ``ok``).
-        status: ``ok``, ``waiting`` (inputs not yet received), ``stale`` or ``estop``.
+        status: ``ok``; ``waiting`` (inputs not yet received), ``stale`` (an input older than the
+            watchdog timeout), ``estop`` (latched), ``clock_step`` (the clock stepped: waiting for
+            fresh inputs), ``implausible`` (an input's latest message was refused as implausible)
+            or ``fault`` (the control law raised or gave non-finite commands).
         reason: why the command is zero, for logs and diagnostics.
         info: the control loop's tick info when ``ok``.
     """
@@ -54,10 +77,17 @@ class ControllerOutput:
 
 @dataclass
 class ControllerStats:
+    """Counters for /diagnostics. ``errors`` counts refused inputs by kind (``implausible``
+    among them); ``trips`` lists (node clock s, reason) each time commands stopped."""
+
     ticks: int = 0
     zero_ticks: int = 0
     errors: ErrorCounter = field(default_factory=ErrorCounter)
     trips: list[tuple[float, str]] = field(default_factory=list)
+    clock_steps: int = 0
+    last_clock_step: str = ""
+    faults: int = 0
+    last_fault: str = ""
 
 
 class ControllerServer:
@@ -70,12 +100,14 @@ class ControllerServer:
         zero command at the second tick after its last message).
     base_actuation: thrusters or ideal.
     maneuver: a scripted maneuver to run instead of the external references (topics); after an
-        e-stop reset the controller then holds the pose it is in.
+        e-stop reset (or a clock step) the controller then holds the pose it is in.
+    max_base_speed, max_base_rate: m/s and rad/s; base odometry beyond them is implausible.
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
                  mode: Mode | str = Mode.FLOATING, watchdog_timeout: float | None = None,
-                 base_actuation: str = "thrusters", maneuver: Maneuver | None = None):
+                 base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
+                 max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -85,7 +117,9 @@ class ControllerServer:
         self.references.task_space = bool(ff.end_effectors)
         self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
                                 base_actuation=base_actuation)
-        self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, ("joint_states", "base_odometry"))
+        self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
+        self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
+        self.clock = ClockGuard()
         self.reader = JointStateReader(ff.joint_names)
         self.joints = None
         self.base: BaseReading | None = None
@@ -95,24 +129,72 @@ class ControllerServer:
         self.estop_reason = ""
         self.stats = ControllerStats()
         self._last_status = "waiting"
+        self._zero_actuation = saturate(ff, Actuation())
+        self._implausible = dict.fromkeys(INPUTS, "")  # the latest message's refusal, per input
+        # The control law's clock: the node clock plus an offset that absorbs clock steps.
+        self._offset = 0.0
+        self._control_time = 0.0
+        self._rearm: str = ""            # the clock step being recovered from
+        self._fresh_since: float | None = None
 
     # --- inputs ---------------------------------------------------------------------------
     def on_joint_state(self, names, positions, velocities, now: float) -> bool:
+        """A JointState's fields (any order of names; rad, rad/s) arriving at ``now`` (s)."""
+        tc = self._time(now)
         try:
-            self.joints = self.reader.read(names, positions, velocities)
+            joints = self.reader.read(names, positions, velocities)
         except MessageError as exc:
             self.stats.errors.record(exc)
             return False
-        self.watchdog.feed("joint_states", now)
+        if tc is None or not self._plausible("joint_states", self.bounds.joints(joints.positions, joints.velocities,
+                                                                               "joint_states")):
+            return False  # (a message at no usable time is neither fresh nor the latest state)
+        self.joints = joints
+        self.watchdog.feed("joint_states", tc)
         return True
 
     def on_base_odometry(self, reading: BaseReading | MessageError, now: float) -> bool:
+        """Base pose and twist in world (or the reader's refusal) arriving at ``now`` (s)."""
+        tc = self._time(now)
         if isinstance(reading, MessageError):
             self.stats.errors.record(reading)
             return False
+        if tc is None or not self._plausible("base_odometry", self.bounds.base(
+                reading.position, reading.linear_velocity, reading.angular_velocity, "base odometry")):
+            return False
         self.base = reading
-        self.watchdog.feed("base_odometry", now)
+        self.watchdog.feed("base_odometry", tc)
         return True
+
+    def _plausible(self, name: str, problem: str | None) -> bool:
+        self._implausible[name] = problem or ""
+        if problem:
+            self.stats.errors.record(MessageError("implausible", problem))
+        return not problem
+
+    # --- the clock ------------------------------------------------------------------------
+    def _time(self, now: float, tick: bool = False) -> float | None:
+        """The control law's time for node time ``now`` (None if ``now`` is not a time). A clock
+        step is recorded and starts the re-arm; the offset then keeps the law's time going on."""
+        step = self.clock.observe(now, tick)
+        if step:
+            self._clock_step(now, step)
+        if not math.isfinite(now):
+            return None
+        if step:
+            self._offset = self._control_time + self.period - now
+        tc = now + self._offset
+        if tick:
+            self._control_time = tc
+        return tc
+
+    def _clock_step(self, now: float, reason: str) -> None:
+        self.stats.clock_steps += 1
+        self.stats.last_clock_step = reason
+        self.stats.trips.append((now, reason))
+        self._rearm = reason
+        self._fresh_since = None
+        self.watchdog.reset()  # arrival times on the old clock say nothing about age on the new one
 
     def record_error(self, error: MessageError) -> None:
         self.stats.errors.record(error)
@@ -126,6 +208,7 @@ class ControllerServer:
         motion starts from the frame's current measured pose (not from its pose at start-up,
         which after a trajectory or an e-stop reset may be far away)."""
         self._require_started()
+        now = self._reference_time(now)
         if frame in self.ff.end_effectors and frame not in {r.frame for r in self.references.task_references(now)}:
             data = self.ff.create_data()
             pin.framesForwardKinematics(self.ff.model, data, self.state.q)
@@ -141,9 +224,16 @@ class ControllerServer:
         if sorted(names) != sorted(arm):
             raise ValueError(f"trajectory joints {list(names)} must be the arm joints {arm}")
         order = [list(names).index(n) for n in arm]
+        now = self._reference_time(now)
         self.references.set_joint_trajectory(
             [(now + t, np.asarray(q, float)[order], np.asarray(v, float)[order] if len(v) else np.zeros(len(arm)))
              for t, q, v in points])
+
+    def _reference_time(self, now: float) -> float:
+        tc = self._time(now)
+        if tc is None:
+            raise ValueError(f"clock reads {now} s: references need a time")
+        return tc
 
     def _require_started(self) -> None:
         if not self.started:
@@ -159,7 +249,7 @@ class ControllerServer:
         return mode_support(self.ff, mode)
 
     def request_mode(self, name: str, now: float, cause: str) -> ModeSwitch:
-        return self.loop.request_mode(name, now, cause)
+        return self.loop.request_mode(name, self._reference_time(now), cause)
 
     @property
     def mode(self) -> Mode:
@@ -178,6 +268,10 @@ class ControllerServer:
         if not self.estopped:
             return True, "not e-stopped"
         self.estopped, self.estop_reason = False, ""
+        self._hold_current_pose()
+        return True, "e-stop cleared; holding the current pose"
+
+    def _hold_current_pose(self) -> None:
         if self.state is None:
             pass
         elif self.loop.maneuver is self.references:
@@ -186,32 +280,70 @@ class ControllerServer:
             # A scripted maneuver would jump to wherever its clock has got to: hold instead.
             self.loop.maneuver = Maneuver(name="hold")
             self.loop.start(self.state)
-        return True, "e-stop cleared; holding the current pose"
 
     # --- the tick -------------------------------------------------------------------------
     def tick(self, now: float) -> ControllerOutput:
+        """Commands for the period from ``now`` (s, node clock). Never raises."""
         self.stats.ticks += 1
-        stale = self.watchdog.stale(now)
+        try:
+            return self._tick(now)
+        except Exception as exc:  # noqa: BLE001  the last line of defence: a node must outlive its law
+            return self._fault(f"control law raised {type(exc).__name__}: {exc}", now)
+
+    def _tick(self, now: float) -> ControllerOutput:
+        tc = self._time(now, tick=True)
+        stale = self.watchdog.stale(tc) if tc is not None else [f"clock reads {now} s"]
         if self.joints is not None and self.base is not None and not (stale and self.started):
             try:
                 self.state = state_from_readings(self.ff, self.joints, self.base)
             except ValueError as exc:
                 self.stats.errors.record(MessageError("state", str(exc)))
+        rearming = self._rearming(tc, stale) if self._rearm else None  # settles under an e-stop too
         if self.estopped:
             return self._zero("estop", self.estop_reason, now)
+        if rearming:
+            return self._zero("clock_step", rearming, now)
         if stale:
             status = "stale" if self.started else "waiting"
             return self._zero(status, "; ".join(stale), now)
+        implausible = "; ".join(reason for reason in self._implausible.values() if reason)
+        if implausible:
+            return self._zero("implausible", implausible, now)
         if not self.started:
             self.loop.start(self.state)
             self.started = True
-        actuation, info = self.loop.tick(now, self.state, self.period)
+        actuation, info = self.loop.tick(tc, self.state, self.period)
+        parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
+        if not all(np.all(np.isfinite(part)) for part in parts):
+            return self._fault("control law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", info)
 
+    def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
+        """After a clock step: why commands stay zero (until both inputs have been fresh for
+        CLOCK_SETTLE_TIME), or None once re-armed, holding the current pose."""
+        if tc is None:
+            self._fresh_since = None
+            return self._rearm if self._rearm.startswith("clock reads") else f"{self._rearm}; {stale[0]}"
+        if stale:
+            self._fresh_since = None
+            return f"{self._rearm}; waiting for fresh inputs ({'; '.join(stale)})"
+        if self._fresh_since is None:
+            self._fresh_since = tc
+        if tc - self._fresh_since < CLOCK_SETTLE_TIME - 1e-9:  # 1e-9: k periods in floating point
+            return f"{self._rearm}; inputs fresh for {tc - self._fresh_since:.3f} of {CLOCK_SETTLE_TIME} s"
+        self._rearm = ""
+        self._hold_current_pose()
+        return None
+
+    def _fault(self, reason: str, now: float) -> ControllerOutput:
+        self.stats.faults += 1
+        self.stats.last_fault = reason
+        return self._zero("fault", reason, now)
+
     def _zero(self, status: str, reason: str, now: float) -> ControllerOutput:
         self.stats.zero_ticks += 1
-        if status == "stale" and self._last_status == "ok":
+        if status in ("stale", "implausible", "fault") and self._last_status == "ok":
             self.stats.trips.append((now, reason))
         self._last_status = status
-        return ControllerOutput(saturate(self.ff, Actuation()), status, reason)
+        return ControllerOutput(self._zero_actuation, status, reason)

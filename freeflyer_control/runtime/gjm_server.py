@@ -19,7 +19,8 @@ from freeflyer_control.physics.singularity import (
     singularity_warning,
 )
 from freeflyer_control.physics.state import State
-from freeflyer_control.ros.conversions import MultiArrayFields, matrix_to_multiarray
+from freeflyer_control.ros.conversions import ErrorCounter, MessageError, MultiArrayFields, matrix_to_multiarray
+from freeflyer_control.runtime.plausibility import PlausibilityBounds
 
 # Layout of /gjm/<frame>/singularity/blocks: one row per block, one column per measure.
 BLOCK_MEASURES = ("sigma_min", "manipulability", "condition_number", "rank")
@@ -61,11 +62,18 @@ class GjmServer:
         self.data = ff.create_data()
         self.mode = Mode.FLOATING
         self._near: set[str] = set()
+        self.bounds = PlausibilityBounds.from_model(ff)
+        self.errors = ErrorCounter()  # states refused as implausible
 
     def set_mode(self, name: str) -> None:
         self.mode = Mode.parse(name)
 
     def compute(self, state: State) -> dict[str, GjmOutput]:
+        """Per frame; nothing for an implausible state (refused, counted in ``errors``)."""
+        problem = self.bounds.state(self.ff, state)
+        if problem:
+            self.errors.record(MessageError("implausible", problem))
+            return {}
         out = {}
         for frame in self.frames:
             G = generalized_jacobian(self.ff, self.data, state, self.mode, frame)
