@@ -13,6 +13,7 @@ import pytest
 from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.maneuvers import Maneuver, StationKeeping, Wilde
+from freeflyer_control.hil.emulator import Fault
 from freeflyer_control.hil.runner import run_hil
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.runner import SimConfig, run_simulation
@@ -123,3 +124,26 @@ def test_the_reaction_wheel_holds_the_base_attitude_through_the_testbed_in_rotat
     assert np.abs(s["true_base_yaw"]).max() < 0.02
     wheel = list(ff.joint_names).index(ff.wheel_joint_names[0])
     assert np.abs(s["true_joint_rates"][:, wheel]).max() > 100.0  # the wheel did take the momentum
+
+
+def test_the_emulated_plant_diverging_trips_the_bridge_to_zeros_with_the_reason():
+    # A push fault far beyond anything physical (1 MN for 10 ms: a bad fault entry) drives the
+    # emulated base past the plant's speed bound within two 1 ms steps, before any capture sample
+    # could show it. The emulated testbed then falls silent; the runner e-stops the bridge at once
+    # with the plant's reason, and every command from that tick on is zero.
+    cfg = example_testbed()
+    ff = cfg.robot
+    push = Fault("push", 2.0, 0.01, offset=(1e6, 0.0, 0.0))
+    run = run_hil(cfg, Wilde(), make_state(ff), 3.0, faults=[push])
+    s = run.series
+    assert run.emulator.diverged is not None and "speed" in run.emulator.diverged
+    first = run.trips[0]
+    assert first.kind == "estop" and 2.0 <= first.time <= 2.0 + 2 * cfg.period
+    assert first.reason == f"testbed emulator: {run.emulator.diverged}"
+    assert (s["status"][s["t"] < 2.0 - 1e-9][-10:] == 1).all()  # it was flying until then
+    after = s["t"] >= first.time - 1e-9
+    assert (s["status"][after] == 2).all()
+    assert not s["joint_efforts"][after].any() and not s["wheels"][after].any()
+    assert not np.nan_to_num(s["duty"][after], nan=0.0).any()
+    for key in ("true_base_position", "true_base_velocity", "true_joints", "true_joint_rates"):
+        assert np.isfinite(s[key]).all(), key

@@ -67,6 +67,8 @@ class ActuatorMapper:
             from freeflyer_control.control.allocation import ThrusterAllocator
 
             self.allocator = ThrusterAllocator(ff)
+        # achieved - requested (base_link axes): what the thrusters, or the bounded ideal
+        # actuator, could not produce.
         self.last_residual = np.zeros(ff.nb)
 
     def actuation(self, q: np.ndarray, effort: ControlEffort) -> Actuation:

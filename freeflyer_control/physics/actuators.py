@@ -110,13 +110,12 @@ def _base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
 def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
     """``x`` scaled down to norm ``limit`` if longer (direction kept, even for entries whose
     squares overflow)."""
-    n = float(np.sqrt(x @ x))
-    if n <= limit:
+    big = float(np.abs(x).max())
+    if big > 1e150:  # far over any limit, and its square would overflow: keep only the direction
+        x = x / big
+    elif float(np.sqrt(x @ x)) <= limit:
         return x
-    if not np.isfinite(n):
-        x = x / np.abs(x).max()
-        n = float(np.sqrt(x @ x))
-    return x * (limit / n)
+    return x * (limit / float(np.sqrt(x @ x)))
 
 
 def limit_base_wrench(ff: FreeFlyerModel, wrench: np.ndarray) -> np.ndarray:
