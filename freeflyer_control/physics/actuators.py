@@ -65,6 +65,11 @@ def thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
 _THRUSTER_MATRICES: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
 _BASE_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[float, float]]] = {}
 
+# Ideal actuation idealizes the base actuators (a study of what a mode allows; HIL, where the
+# bridge maps the wrench onto the real thrusters and saturates it there): it may be stronger than
+# the thrusters, not unboundedly. 10 x their reach holds a base against its arm's reaction (up to
+# 6 x measured, translation-flying in test_gjm_modes) and stops an absurd wrench.
+IDEAL_MARGIN = 10.0
 # Bounds of ideal base actuation for a robot without thrusters or base_limits: what gives the
 # whole robot 1 m/s^2 and 1 rad/s^2, far beyond any maneuver (the base PD gains ask 0.25 m/s^2
 # per metre of error) yet finite.
@@ -76,12 +81,11 @@ def base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
     """(max_force N, max_torque N m) of ideal base actuation, about the base_link origin.
 
     The robot config's ``base_limits`` if given. Otherwise from the thrusters: per base_link axis
-    the largest force (torque) any set of thrusters makes along it, either sign, and the norm of
-    those per-axis reaches; every wrench the thrusters can make is within it, so swapping
-    thrusters for ideal actuation never weakens the base. Without thrusters (or where they make
-    no force or no torque): ``DEFAULT_BASE_ACCELERATION`` times the robot's mass and
-    ``DEFAULT_BASE_ANGULAR_ACCELERATION`` times its largest rotational inertia about the base
-    origin at the neutral configuration.
+    the largest force (torque) any set of thrusters makes along it, either sign; the norm of
+    those per-axis reaches bounds every wrench the thrusters can make, and ``IDEAL_MARGIN`` times
+    it is the limit. Without thrusters (or where they make no force or no torque):
+    ``DEFAULT_BASE_ACCELERATION`` times the robot's mass and ``DEFAULT_BASE_ANGULAR_ACCELERATION``
+    times its largest rotational inertia about the base origin at the neutral configuration.
     """
     return _per_robot(_BASE_LIMITS, ff, _base_wrench_limits)
 
@@ -94,7 +98,8 @@ def _base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
     if ff.thrusters:
         B = thruster_matrix(ff) * ff.thruster_max_forces
         reach = np.maximum(np.clip(B, 0.0, None).sum(axis=1), np.clip(-B, 0.0, None).sum(axis=1))
-        force, torque = float(np.linalg.norm(reach[:n_lin])), float(np.linalg.norm(reach[n_lin:]))
+        force = IDEAL_MARGIN * float(np.linalg.norm(reach[:n_lin]))
+        torque = IDEAL_MARGIN * float(np.linalg.norm(reach[n_lin:]))
     if force <= 0.0:
         force = DEFAULT_BASE_ACCELERATION * ff.total_mass
     if torque <= 0.0:

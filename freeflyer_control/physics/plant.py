@@ -47,7 +47,7 @@ import pinocchio as pin
 from freeflyer_control.errors import FreeFlyerError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
-from freeflyer_control.physics.linalg import solve_spd_upper
+from freeflyer_control.physics.linalg import quadratic_form_upper, solve_spd_upper
 from freeflyer_control.physics.dynamics import forward_dynamics, kinetic_energy
 from freeflyer_control.physics.momentum import (
     base_wrench_about_world_origin,
@@ -260,25 +260,24 @@ class Plant:
         v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows - M[:nb, nb:] @ v_new[nb:])
         # Work of the held forces: the power tau . v (body velocities, so the base wrench in
         # base_link axes pairs with the base twist in base_link axes) by the same RK4 quadrature.
-        work = (h / 6.0) * float(tau @ (v0 + 2.0 * v2 + 2.0 * v3 + v4))
+        stages = v2 + v3
+        stages *= 2.0
+        stages += v0
+        stages += v4
+        work = (h / 6.0) * float(tau @ stages)
 
         self.last_acceleration = k1v
         return q_new, v_new, momentum, work, M
 
     def _divergence(self, q: np.ndarray, v: np.ndarray, work: float, M: np.ndarray) -> str | None:
-        """Why the step to (q, v) diverged (one line), or None; sets the energy of an accepted step."""
-        if not (np.isfinite(v).all() and np.isfinite(q).all()):
-            return "NaN or Inf in the state; the step is too large for the dynamics: raise the rate"
-        over = np.abs(v) > self.v_bounds
-        if over.any():
-            i = int(np.argmax(over))
-            name, unit = self._names[i], self._units[i]
-            bound = (f"{VELOCITY_MARGIN:g} x its URDF velocity limit, {self.v_bounds[i]:.3g} {unit}"
-                     if self.v_bounds[i] > SPEED_BOUND else f"{self.v_bounds[i]:.3g} {unit}")
-            return (f"{name} speed {abs(v[i]):.3g} {unit} is over the divergence bound ({bound}); "
-                    "the commands or the step are too large: lower them or raise the rate")
-        # T = 1/2 v^T M v with only M's upper triangle filled: v^T triu(M) v - 1/2 v^T diag(M) v.
-        energy = float(v @ (np.triu(M) @ v) - 0.5 * (np.diagonal(M) @ (v * v)))
+        """Why the step to (q, v) diverged (one line), or None; keeps the energy of an accepted
+        step. ``M``: the mass matrix at q, upper triangle."""
+        # One comparison catches NaN and Inf too (they compare false); the reason is sorted out
+        # only on failure. q needs no check of its own: a non-finite q makes M (attitude, joints)
+        # or the momentum rows (base position) non-finite, and the base velocity solved from them.
+        if not (np.abs(v) <= self.v_bounds).all():
+            return self._velocity_reason(q, v)
+        energy = 0.5 * quadratic_form_upper(M, v)
         # Only a gain counts: an unstable step amplifies, while a step that loses energy is merely
         # inaccurate (RK4 damps at large steps) and stays bounded.
         unexplained = energy - self._energy - work
@@ -288,6 +287,16 @@ class Plant:
                     "too large for the dynamics: raise the rate")
         self._energy = energy
         return None
+
+    def _velocity_reason(self, q: np.ndarray, v: np.ndarray) -> str:
+        if not (np.isfinite(v).all() and np.isfinite(q).all()):
+            return "NaN or Inf in the state; the step is too large for the dynamics: raise the rate"
+        i = int(np.argmax(np.abs(v) > self.v_bounds))
+        name, unit = self._names[i], self._units[i]
+        bound = (f"{VELOCITY_MARGIN:g} x its URDF velocity limit, {self.v_bounds[i]:.3g} {unit}"
+                 if self.v_bounds[i] > SPEED_BOUND else f"{self.v_bounds[i]:.3g} {unit}")
+        return (f"{name} speed {abs(v[i]):.3g} {unit} is over the divergence bound ({bound}); "
+                "the commands or the step are too large: lower them or raise the rate")
 
     def run(self, duration: float, actuation: Actuation | None = None) -> State:
         """Integrate for ``duration`` seconds (rounded to whole steps) under constant commands."""
