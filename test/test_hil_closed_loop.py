@@ -147,3 +147,9 @@ def test_the_emulated_plant_diverging_trips_the_bridge_to_zeros_with_the_reason(
     assert not np.nan_to_num(s["duty"][after], nan=0.0).any()
     for key in ("true_base_position", "true_base_velocity", "true_joints", "true_joint_rates"):
         assert np.isfinite(s[key]).all(), key
+    # freeflyer sim --via-testbed puts the reason in its summary, as the lockstep sim does (and the
+    # command line then exits with status 3).
+    from freeflyer_control.hil.sim import run_via_testbed
+
+    result = run_via_testbed(SimConfig(maneuver="wilde", duration=3.0), str(cfg.source), faults=[push])
+    assert result.summary["plant_diverged"] == run.emulator.diverged

@@ -281,10 +281,10 @@ def test_a_lockstep_sim_that_diverges_ends_early_with_one_line_and_exit_status_3
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 3
     assert err[-1].startswith("freeflyer sim: error: plant diverged at t = 11 s: kinetic energy went from ")
-    assert err[-1].endswith("raise the rate; the run ended early (exit status 3)")
+    assert err[-1].endswith("raise the rate; the simulation stopped there (exit status 3)")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["plant_diverged"] == err[-1].removeprefix("freeflyer sim: error: ").removesuffix(
-        "; the run ended early (exit status 3)")
+        "; the simulation stopped there (exit status 3)")
     t = np.loadtxt(out / "timeseries.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
     assert t[-1] <= 10.0 + 1e-9  # nothing after the last step the plant took
 

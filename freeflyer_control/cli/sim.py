@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         plots = write_plots(result, out)
     diverged = result.summary.get("plant_diverged")
     if diverged:  # outputs hold the run up to the divergence
-        print(f"freeflyer sim: error: {diverged}; the run ended early (exit status 3)", file=sys.stderr)
+        print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status 3)", file=sys.stderr)
     code = 3 if diverged else 0
     if args.json:
         print(json.dumps(result.summary, indent=2, default=float))

@@ -86,7 +86,7 @@ def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray
 # A velocity past these is taken for a blow-up, not physics: a joint faster than VELOCITY_MARGIN
 # times its URDF velocity limit (and than SPEED_BOUND), the base (m/s, rad/s) or a joint without a
 # limit faster than SPEED_BOUND. The URDF limit is a motor rating: a light wrist whipped by the
-# passive dynamics of a floating arm can pass it (measured: 10 rad/s from 2 rad/s on
+# passive dynamics of a floating arm can pass it (measured: over 10 rad/s from 2 rad/s on
 # spatial_6link, whose limit is 1 rad/s), hence the margin and the floor. 100 m/s or rad/s is two
 # orders of magnitude beyond any table or orbital manipulation maneuver.
 VELOCITY_MARGIN = 10.0
@@ -103,7 +103,8 @@ ENERGY_ATOL = 1e-9
 
 
 class PlantDiverged(FreeFlyerError, RuntimeError):
-    """The plant's integration diverged; ``reason`` says how (one line), ``t`` when (s)."""
+    """The plant's integration diverged: ``reason`` says when, which check and what to do (one
+    line); ``t`` is the time of the last good state, which the plant holds (s)."""
 
     def __init__(self, reason: str, t: float):
         super().__init__(reason)
