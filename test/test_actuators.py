@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 from conftest import BUNDLED_ROBOTS, bare_planar_robot, random_state, robot
 
-from freeflyer_control.errors import ModeError
+from freeflyer_control.errors import ConfigError, ModeError
+from freeflyer_control.model.config import parse_robot_config
 from freeflyer_control.physics.actuators import (
     Actuation,
+    base_wrench_limits,
     generalized_forces,
+    limit_base_wrench,
     mode_support,
     require_mode,
     saturate,
     thruster_matrix,
 )
+from freeflyer_control.physics.state import make_state
+
+ROOT = Path(__file__).parents[1]
 from freeflyer_control.physics.modes import Mode
 
 
@@ -108,3 +117,108 @@ def test_unknown_mode_names_the_valid_ones():
     with pytest.raises(ModeError, match="rotation-floating"):
         Mode.parse("hovering")
     assert Mode.parse("ROTATION_FLOATING") is Mode.ROTATION_FLOATING
+
+
+# ---------------------------------------------------------------------------------------------
+# Ideal base actuation is bounded like the thrusters.
+
+
+def _force_torque(ff, wrench):
+    n = 2 if ff.base == "planar" else 3
+    return np.linalg.norm(wrench[:n]), np.linalg.norm(wrench[n:])
+
+
+@pytest.mark.parametrize("name", BUNDLED_ROBOTS)
+def test_every_wrench_the_thrusters_make_is_within_the_default_base_limits(name):
+    # Ideal actuation may be stronger than the thrusters but never weaker: random firings (and
+    # each thruster alone at full force) pass unchanged, bit for bit.
+    ff = robot(name)
+    max_force, max_torque = base_wrench_limits(ff)
+    B = thruster_matrix(ff)
+    rng = np.random.default_rng(11)
+    firings = np.vstack([rng.uniform(0, 1, (500, B.shape[1])), rng.integers(0, 2, (500, B.shape[1])),
+                         np.eye(B.shape[1])]) * ff.thruster_max_forces
+    for f in firings:
+        force, torque = _force_torque(ff, B @ f)
+        assert force <= max_force and torque <= max_torque
+        np.testing.assert_array_equal(limit_base_wrench(ff, B @ f), B @ f)
+
+
+def test_planar_4link_default_base_limits_are_ten_times_the_thrusters_per_axis_reach():
+    # +-1.2 N along x and along y (two 0.6 N thrusters each); +-0.42 N m about z (the four
+    # thrusters turning one way, 0.6 N at a 0.175 m lever each): 10 x hypot(1.2, 1.2) and 10 x 0.42.
+    max_force, max_torque = base_wrench_limits(robot("planar_4link"))
+    assert max_force == pytest.approx(10 * np.hypot(1.2, 1.2), rel=1e-12)
+    assert max_torque == pytest.approx(10 * 0.42, rel=1e-12)
+
+
+@pytest.mark.parametrize("wrench", [[1e154, -1e154, 1e154], [1e308, 1e308, -1e308], [30.0, 40.0, -5.0]])
+def test_an_absurd_ideal_wrench_is_scaled_into_the_limits_keeping_its_direction(wrench):
+    ff = robot("planar_4link")
+    max_force, max_torque = base_wrench_limits(ff)
+    out = saturate(ff, Actuation(base_wrench_world=np.array(wrench))).base_wrench_world
+    assert np.isfinite(out).all()
+    force, torque = _force_torque(ff, out)
+    # Scaled onto the bound (not merely under it), in the requested direction.
+    assert force == pytest.approx(max_force, rel=1e-12) and torque == pytest.approx(max_torque, rel=1e-12)
+    direction = np.array(wrench[:2]) / np.abs(wrench[:2]).max()
+    np.testing.assert_allclose(out[:2] / np.linalg.norm(out[:2]), direction / np.linalg.norm(direction), rtol=1e-12)
+    assert np.sign(out[2]) == np.sign(wrench[2])
+
+
+def test_an_absurd_state_gives_an_ideal_wrench_within_the_limits_and_reports_the_shortfall():
+    # Flying mode, ideal base actuation, station keeping: a base 1 km from its reference moving at
+    # 50 m/s and spinning at 5 rad/s makes the PD law ask for ~50 kN; the wrench sent is bounded.
+    from freeflyer_control.control.loop import ControlLoop
+    from freeflyer_control.control.maneuvers import StationKeeping
+
+    ff = robot("spatial_6link")
+    loop = ControlLoop(ff, StationKeeping(), mode="flying", base_actuation="ideal")
+    loop.start(make_state(ff))
+    absurd = make_state(ff, base_position=[1000.0, -500.0, 200.0], base_linear_velocity=[50.0, 0.0, 0.0],
+                        base_angular_velocity=[0.0, 5.0, 0.0])
+    actuation, info = loop.tick(0.01, absurd, 0.01)
+    max_force, max_torque = base_wrench_limits(ff)
+    asked_force, _ = _force_torque(ff, info.effort.base_wrench_world)
+    assert asked_force > 10 * max_force  # the law does ask for far too much
+    force, torque = _force_torque(ff, actuation.base_wrench_world)
+    assert force <= max_force * (1 + 1e-12) and torque <= max_torque * (1 + 1e-12)
+    assert np.linalg.norm(info.allocation_residual[:3]) >= asked_force - max_force - 1e-9  # what was not applied
+
+
+def test_without_thrusters_the_base_limits_give_the_robot_one_metre_and_one_radian_per_second_squared():
+    ff = bare_planar_robot()
+    max_force, max_torque = base_wrench_limits(ff)
+    assert max_force == pytest.approx(ff.total_mass * 1.0)
+    inertia = pin.crba(ff.model, ff.create_data(), pin.neutral(ff.model))[2, 2]
+    assert max_torque == pytest.approx(inertia * 1.0)
+
+
+def test_base_limits_from_the_robot_config_replace_the_derived_ones(tmp_path):
+    from freeflyer_control.model import load_robot
+
+    data = yaml.safe_load((ROOT / "config/robots/planar_4link.yaml").read_text())
+    data["urdf"] = str(ROOT / "urdf/planar_4link.urdf")
+    data["base_limits"] = {"max_force": 5.0, "max_torque": 2.0}
+    path = tmp_path / "limited.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert base_wrench_limits(load_robot(str(path))) == (5.0, 2.0)
+
+
+@pytest.mark.parametrize("limits, expected", [
+    ({"max_force": -1.0, "max_torque": 1.0}, "base_limits.max_force must be a finite positive number, got -1.0"),
+    ({"max_force": 1.0, "max_torque": 0}, "base_limits.max_torque must be a finite positive number, got 0"),
+    ({"max_force": ".nan", "max_torque": 1.0}, "base_limits.max_force must be a number, got '.nan'"),
+    ({"max_force": float("inf"), "max_torque": 1.0}, "base_limits.max_force must be a finite positive number"),
+    ({"max_force": 1.0}, "base_limits: missing key 'max_torque'"),
+    ({"max_force": 1.0, "max_torque": 1.0, "max_thrust": 2.0}, "base_limits: unknown key(s) ['max_thrust']"),
+    ([1.0, 2.0], "base_limits must be a mapping with max_force (N) and max_torque (N m)"),
+])
+def test_non_physical_base_limits_are_refused_with_the_key_and_the_fix(limits, expected):
+    with pytest.raises(ConfigError) as caught:
+        parse_robot_config({"base": "planar", "base_limits": limits})
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message
+    if isinstance(limits, dict) and "max_thrust" not in limits:
+        assert "base_limits: {max_force: 2.0, max_torque: 0.5}" in message  # the fix, as YAML

@@ -13,6 +13,7 @@ import pytest
 from conftest import example_testbed, example_variant
 
 from freeflyer_control.control.maneuvers import Maneuver, StationKeeping, Wilde
+from freeflyer_control.hil.emulator import Fault
 from freeflyer_control.hil.runner import Event, run_hil
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.runner import SimConfig, run_simulation
@@ -161,3 +162,32 @@ def test_a_clock_step_mid_maneuver_shuts_everything_at_the_next_tick_and_a_reset
     assert all(status == "ok" for t, status in control if t > 4.1)
     assert run.controller.loop.maneuver.name == "hold"  # resumed holding the pose, not at Wilde's clock
     np.testing.assert_allclose(run.series["clock"][-1], 6.0 + 100.0 + step)
+
+
+def test_the_emulated_plant_diverging_trips_the_bridge_to_zeros_with_the_reason():
+    # A push fault far beyond anything physical (1 MN for 10 ms: a bad fault entry) drives the
+    # emulated base past the plant's speed bound within two 1 ms steps, before any capture sample
+    # could show it. The emulated testbed then falls silent; the runner e-stops the bridge at once
+    # with the plant's reason, and every command from that tick on is zero.
+    cfg = example_testbed()
+    ff = cfg.robot
+    push = Fault("push", 2.0, 0.01, offset=(1e6, 0.0, 0.0))
+    run = run_hil(cfg, Wilde(), make_state(ff), 3.0, faults=[push])
+    s = run.series
+    assert run.emulator.diverged is not None and "speed" in run.emulator.diverged
+    first = run.trips[0]
+    assert first.kind == "estop" and 2.0 <= first.time <= 2.0 + 2 * cfg.period
+    assert first.reason == f"testbed emulator: {run.emulator.diverged}"
+    assert (s["status"][s["t"] < 2.0 - 1e-9][-10:] == 1).all()  # it was flying until then
+    after = s["t"] >= first.time - 1e-9
+    assert (s["status"][after] == 2).all()
+    assert not s["joint_efforts"][after].any() and not s["wheels"][after].any()
+    assert not np.nan_to_num(s["duty"][after], nan=0.0).any()
+    for key in ("true_base_position", "true_base_velocity", "true_joints", "true_joint_rates"):
+        assert np.isfinite(s[key]).all(), key
+    # freeflyer sim --via-testbed puts the reason in its summary, as the lockstep sim does (and the
+    # command line then exits with status 3).
+    from freeflyer_control.hil.sim import run_via_testbed
+
+    result = run_via_testbed(SimConfig(maneuver="wilde", duration=3.0), str(cfg.source), faults=[push])
+    assert result.summary["plant_diverged"] == run.emulator.diverged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -331,6 +332,29 @@ def test_push_changes_base_momentum_by_force_times_duration(config):
     # lags its world direction by ~omega * dt / 2 ~ 1e-6 rad: ~1e-6 relative (5e-7 measured).
     np.testing.assert_allclose(_momentum(emu)[:2], [0.4, -0.2], atol=1e-5 * 0.45)
 
+
+
+def test_push_beyond_the_ideal_base_limits_is_not_bounded_by_them(config):
+    # A push is a disturbance, not the ideal base actuator: 20 N (12x planar_4link's 1.7 N ideal
+    # bound) for 0.1 s gives the whole 2 N s (same tolerance as the test above, scaled).
+    emu = TestbedEmulator(config, make_state(config.robot), settings=PERFECT,
+                          faults=[Fault("push", 0.1, 0.1, offset=(20.0, 0.0, 0.0))])
+    emu.advance(0.3)
+    np.testing.assert_allclose(_momentum(emu)[:2], [2.0, 0.0], atol=1e-5 * 2.0)
+
+
+def test_a_diverging_emulated_plant_holds_its_state_and_its_sensors_fall_silent(config):
+    # Arm efforts at the joints' limits on a plant stepping at 10 Hz: it diverges at its first step.
+    emu = TestbedEmulator(config, make_state(config.robot), settings=replace(PERFECT, plant_rate=10.0))
+    ff = config.robot
+    wire = [c for c in config.encoders.channels if c.joint in ff.arm_joint_names]  # the efforts' order
+    emu.on_joint_efforts([c.effort_sign * ff.arm_effort_limits[ff.arm_joint_names.index(c.joint)] for c in wire], 0.0)
+    emu.capture_samples(0.0)  # the samples taken at t = 0
+    emu.encoder_samples(0.0)
+    emu.advance(1.0)
+    assert emu.diverged.startswith("plant diverged at t = 0.1 s: kinetic energy went from 0 J")
+    assert emu.t == pytest.approx(1.0) and not emu.state.v.any()  # time goes on, the plant holds
+    assert emu.capture_samples(1.0) == [] and emu.encoder_samples(1.0) == []
 
 # --- settings ------------------------------------------------------------------------------------
 def test_settings_from_bundled_config(config):

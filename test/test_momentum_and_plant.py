@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -10,8 +12,8 @@ from conftest import BUNDLED_ROBOTS, random_state, robot, zero_momentum
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.dynamics import inverse_dynamics, kinetic_energy, mass_matrix
 from freeflyer_control.physics.momentum import centroidal_momentum, system_com
-from freeflyer_control.physics.plant import Plant
-from freeflyer_control.physics.state import joint_positions
+from freeflyer_control.physics.plant import ENERGY_RTOL, SPEED_BOUND, Plant, PlantDiverged
+from freeflyer_control.physics.state import State, joint_positions, make_state
 
 
 class RandomJointTorques:
@@ -140,3 +142,156 @@ def test_plant_rejects_bad_step_and_bad_commands():
         plant.step(Actuation(np.array([np.nan, 0, 0, 0])))
     with pytest.raises(ValueError, match="4 entries"):
         plant.step(Actuation(np.zeros(3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Divergence: the plant stops, holding its last finite state, and says why.
+
+
+class UncheckedPlant(Plant):
+    """The same integrator with the divergence checks removed: what the plant did before them."""
+
+    def _divergence(self, q, v, work, M):
+        return None
+
+
+def test_a_large_base_torque_at_10_hz_turns_an_unchecked_plant_into_nan_but_the_plant_stops_finite():
+    # The issue's reproducer: ideal base actuation with a large wrench (50 N m about z on the
+    # 19.5 kg planar robot) at a 10 Hz plant rate. Given as generalized forces, since an Actuation's
+    # ideal wrench is now bounded by the base limits (0.42 N m here).
+    ff = robot("planar_4link")
+    tau = np.zeros(ff.model.nv)
+    tau[2] = 50.0
+    unchecked = UncheckedPlant(ff, make_state(ff), 0.1)
+    with np.errstate(all="ignore"):
+        for _ in range(10):
+            unchecked.step(tau=tau)
+    assert not np.isfinite(unchecked.state.v).all(), "the reproducer no longer diverges: find another"
+
+    plant = Plant(ff, make_state(ff), 0.1)
+    held, t_held = None, None
+    with pytest.raises(PlantDiverged) as caught:
+        for _ in range(10):
+            held, t_held = plant.state.copy(), plant.t
+            plant.step(tau=tau)
+    assert plant.diverged == caught.value.reason
+    assert caught.value.reason.startswith(f"plant diverged at t = {t_held + 0.1:.6g} s: ")
+    assert "raise the rate" in caught.value.reason
+    # Held: the state before the failed step, finite, and time does not advance.
+    np.testing.assert_array_equal(plant.state.q, held.q)
+    np.testing.assert_array_equal(plant.state.v, held.v)
+    assert plant.t == t_held and np.isfinite(plant.state.v).all()
+    # Every later step refuses with the same reason and changes nothing.
+    with pytest.raises(PlantDiverged, match="plant diverged at t"):
+        plant.step()
+    np.testing.assert_array_equal(plant.state.v, held.v)
+    # A new state (a reset) starts it again.
+    plant.state = make_state(ff)
+    assert plant.diverged is None
+    plant.step()
+
+
+def test_arm_torques_at_their_limits_at_10_hz_trip_the_power_balance_at_the_first_step():
+    # A controller saturating every arm joint while the plant steps at 10 Hz: RK4 over 0.1 s of
+    # the arm whipping gains 0.22 J (10 %) more kinetic energy than the torques put in. Nothing is
+    # over a velocity bound yet: only the energy check sees it.
+    ff = robot("planar_4link")
+    plant = Plant(ff, make_state(ff), 0.1)
+    with pytest.raises(PlantDiverged, match=r"kinetic energy went from 0 J to 2\.\d+ J while the applied forces "
+                                            r"did 2\.\d+ J of work"):
+        plant.step(Actuation(ff.arm_effort_limits))
+    assert plant.t == 0.0 and not plant.state.v.any()
+
+
+def test_a_base_pushed_past_the_speed_bound_is_diverged_even_though_its_energy_is_explained():
+    # 1e4 N along base x on 19.5 kg at 1 kHz: 513 m/s^2, exact for RK4 (a constant force), so the
+    # power balance holds; the base passes SPEED_BOUND (100 m/s) after ~0.2 s.
+    ff = robot("planar_4link")
+    tau = np.zeros(ff.model.nv)
+    tau[0] = 1e4
+    plant = Plant(ff, make_state(ff), 1e-3)
+    with pytest.raises(PlantDiverged, match=r"base vx speed 100 m/s is over the divergence bound \(100 m/s\)"):
+        for _ in range(1000):
+            plant.step(tau=tau)
+    assert 0.18 < plant.t < 0.21
+    assert np.abs(plant.state.v[0]) <= SPEED_BOUND
+
+
+def test_forces_that_overflow_the_dynamics_are_reported_as_a_non_finite_state():
+    ff = robot("spatial_6link")
+    tau = np.zeros(ff.model.nv)
+    tau[ff.arm_v_indices[0]] = 1e308  # accelerations overflow to Inf, then Inf - Inf = NaN
+    plant = Plant(ff, make_state(ff), 1e-3)
+    with np.errstate(all="ignore"), pytest.raises(PlantDiverged, match="NaN or Inf in the state"):
+        plant.step(tau=tau)
+    assert np.isfinite(plant.state.q).all() and not plant.state.v.any()
+
+
+def test_a_joint_faster_than_ten_times_its_velocity_limit_names_the_joint_and_the_bound():
+    ff = robot("planar_4link")  # wheel velocity limit 600 rad/s: bound 6000 rad/s
+    wheel = ff.wheel_v_indices[0]
+    v = np.zeros(ff.model.nv)
+    v[wheel] = 5990.0
+    tau = np.zeros(ff.model.nv)
+    tau[wheel] = 50.0  # 100 x the wheel's rating (given raw, past saturation): past the bound at once
+    plant = Plant(ff, State(make_state(ff).q, v), 1e-3)
+    with pytest.raises(PlantDiverged, match=r"joint 'wheel_z_joint' speed 6\.\d+e\+03 rad/s is over the divergence "
+                                            r"bound \(10 x its URDF velocity limit, 6e\+03 rad/s\)"):
+        for _ in range(200):
+            plant.step(tau=tau)
+
+
+def test_a_non_finite_state_is_refused_when_assigned():
+    ff = robot("planar_4link")
+    s = make_state(ff)
+    s.v[0] = np.nan
+    with pytest.raises(ValueError, match="plant state must be finite"):
+        Plant(ff, s, 1e-3)
+
+
+@pytest.mark.parametrize("name", BUNDLED_ROBOTS)
+def test_stable_steps_at_20_hz_leave_the_power_balance_far_inside_its_tolerance(name):
+    # The tolerance's margin: random states with joint rates up to 1 rad/s (the spatial arms' URDF
+    # velocity limit) at 20 Hz run 5 s without a trip, and the unexplained energy of every step,
+    # relative to the energy involved, stays under 1e-3, a tenth of ENERGY_RTOL (measured: 2e-4
+    # for spatial_7dof, 2e-8 for planar_4link).
+    ff = robot(name)
+    worst = []
+
+    class Probe(Plant):
+        def _divergence(self, q, v, work, M):
+            energy = float(v @ (np.triu(M) @ v) - 0.5 * (np.diagonal(M) @ (v * v)))
+            worst.append((energy - self._energy - work) / (self._energy + energy + abs(work)))
+            return super()._divergence(q, v, work, M)
+
+    plant = Probe(ff, random_state(ff, np.random.default_rng(7), joint_rate=1.0, base_rate=0.5), 0.05)
+    for _ in range(100):
+        plant.step()
+    assert max(worst) < 1e-3 < ENERGY_RTOL
+
+
+def test_a_lockstep_sim_that_diverges_ends_early_with_one_line_and_exit_status_3(tmp_path, capsys):
+    # The end-effector circle at a 1 Hz control (and plant) rate: computed torque over 1 s steps
+    # pumps energy into the arm that RK4 cannot follow (36 % unexplained at t = 11 s).
+    from freeflyer_control.cli.main import main
+
+    out = tmp_path / "run"
+    code = main(["sim", "--maneuver", "ee-circle", "--rate", "1", "--duration", "20", "--out", str(out),
+                 "--no-plots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3
+    assert err[-1].startswith("freeflyer sim: error: plant diverged at t = 11 s: kinetic energy went from ")
+    assert err[-1].endswith("raise the rate; the simulation stopped there (exit status 3)")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["plant_diverged"] == err[-1].removeprefix("freeflyer sim: error: ").removesuffix(
+        "; the simulation stopped there (exit status 3)")
+    t = np.loadtxt(out / "timeseries.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    assert t[-1] <= 10.0 + 1e-9  # nothing after the last step the plant took
+
+
+def test_a_gentle_maneuver_at_a_low_rate_is_not_taken_for_a_divergence():
+    # Wilde's joint maneuver at 2 Hz (125x coarser than the default) is merely inaccurate.
+    from freeflyer_control.sim.runner import SimConfig, run_simulation
+
+    result = run_simulation(SimConfig(rate=2.0, duration=30.0), fast=False)
+    assert result.summary["plant_diverged"] is None

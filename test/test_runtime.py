@@ -616,7 +616,8 @@ def test_plant_commands_held_then_zeroed_after_timeout():
         a = plant.actuation(now)
         np.testing.assert_array_equal(a.arm_torques, arm)
         np.testing.assert_array_equal(a.wheel_torques, wheels)
-        np.testing.assert_array_equal(a.thruster_forces, thr)
+        # Stamped 1.05: at 1.0 it is from the future (the clock stepped back), so not applied.
+        np.testing.assert_array_equal(a.thruster_forces, thr if now >= 1.05 else np.zeros(8))
     a = plant.actuation(1.11)
     assert not a.arm_torques.any() and not a.wheel_torques.any()
     np.testing.assert_array_equal(a.thruster_forces, thr)  # sent later: still fresh
@@ -644,6 +645,52 @@ def test_plant_reset_restores_initial_state_and_zeroes_commands():
     assert _is_zero(plant.actuation(0.0), ff)
     np.testing.assert_array_equal(plant.measurement().joint_positions, fields_from_state(ff, s0).joint_positions)
 
+
+
+def test_plant_server_that_diverges_reports_it_once_and_publishes_nothing_until_reset():
+    # plant_node at 10 Hz with a controller saturating every arm joint: the plant diverges at its
+    # first step (see test_momentum_and_plant). The server says why once, holds, publishes nothing.
+    ff = robot("planar_4link")
+    server = PlantServer(ff, make_state(ff), rate=10.0)
+    server.set_arm_torques(ff.arm_effort_limits, 0.0)
+    reason = server.step(0.0)
+    assert reason.startswith("plant diverged at t = 0.1 s: kinetic energy went from 0 J to ")
+    assert (server.status, server.reason) == ("diverged", reason)
+    assert server.measurement() is None
+    d = server.diagnostics()
+    assert (d["status"], d["reason"]) == ("diverged", reason) and np.isfinite(d["linear_momentum"])
+    for k in range(1, 5):  # later steps: nothing to report again, nothing integrated
+        assert server.step(k * 0.1) is None
+    assert server.plant.t == 0.0 and not server.plant.state.v.any()
+    server.reset()
+    assert (server.status, server.reason) == ("ok", "")
+    assert server.measurement() is not None and server.step(1.0) is None
+
+
+def test_plant_server_drops_commands_stamped_after_now_when_the_clock_steps_back():
+    # A restarted simulation clock: commands stamped at 100 s must not be held for the 10 s the
+    # clock needs to catch up with them.
+    ff = robot("planar_4link")
+    server = PlantServer(ff, make_state(ff), rate=RATE, command_timeout=0.1)
+    server.set_arm_torques([0.5, 0.0, 0.0, 0.0], 100.0)
+    assert server.actuation(100.05).arm_torques[0] == 0.5
+    assert _is_zero(server.actuation(90.0), ff)
+    server.set_arm_torques([0.2, 0.0, 0.0, 0.0], 90.0)  # sent after the step: fresh again
+    assert server.actuation(90.01).arm_torques[0] == 0.2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rate": float("nan")}, "rate must be a finite number of Hz > 0, got nan"),
+    ({"rate": 0.0}, "rate must be a finite number of Hz > 0, got 0.0"),
+    ({"rate": 100.0, "command_timeout": float("inf")}, "command_timeout must be a finite number of seconds > 0"),
+    ({"rate": 100.0, "latency": float("nan")}, "latency must be a finite number of seconds >= 0, got nan"),
+    ({"rate": 1e6, "latency": 1.0}, "latency 1.0 s at 1000000.0 Hz is 1e+06 steps of history; at most 100000"),
+])
+def test_plant_server_refuses_non_physical_rates_timeouts_and_latencies(kwargs, message):
+    ff = robot("planar_4link")
+    with pytest.raises(ValueError) as caught:
+        PlantServer(ff, make_state(ff), **kwargs)
+    assert message in str(caught.value)
 
 def test_plant_latency_delays_measurements_by_whole_steps():
     ff = robot("planar_4link")

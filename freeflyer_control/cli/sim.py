@@ -185,9 +185,13 @@ def run(args: argparse.Namespace) -> int:
         from freeflyer_control.sim.plots import write_plots
 
         plots = write_plots(result, out)
+    diverged = result.summary.get("plant_diverged")
+    if diverged:  # outputs hold the run up to the divergence
+        print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status 3)", file=sys.stderr)
+    code = 3 if diverged else 0
     if args.json:
         print(json.dumps(result.summary, indent=2, default=float))
-        return 0
+        return code
     s = result.summary
     print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
           f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({s['engine']} engine)")
@@ -209,4 +213,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(files) + len(plots)} files to {out.resolve()}/")
     for path in list(files.values()) + list(plots):
         print(f"  {Path(path).name}")
-    return 0
+    return code

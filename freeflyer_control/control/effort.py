@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.actuators import Actuation, world_wrench_to_local
+from freeflyer_control.physics.actuators import Actuation, limit_base_wrench, world_wrench_to_local
 
 BASE_ACTUATION = ("thrusters", "ideal")
 
@@ -51,7 +51,8 @@ class ActuatorMapper:
     Args:
         ff: the robot.
         base_actuation: ``"thrusters"`` (allocate the base wrench to the thrusters, bounded least
-            squares) or ``"ideal"`` (apply it as an external wrench on the base).
+            squares) or ``"ideal"`` (apply it as an external wrench on the base, bounded by
+            :func:`~freeflyer_control.physics.actuators.base_wrench_limits`).
     """
 
     def __init__(self, ff: FreeFlyerModel, base_actuation: str = "thrusters"):
@@ -66,6 +67,8 @@ class ActuatorMapper:
             from freeflyer_control.control.allocation import ThrusterAllocator
 
             self.allocator = ThrusterAllocator(ff)
+        # achieved - requested (base_link axes): what the thrusters, or the bounded ideal
+        # actuator, could not produce.
         self.last_residual = np.zeros(ff.nb)
 
     def actuation(self, q: np.ndarray, effort: ControlEffort) -> Actuation:
@@ -81,7 +84,8 @@ class ActuatorMapper:
                 thrust = result.forces
                 self.last_residual = result.residual
             elif self.base_actuation == "ideal":
-                external = wrench
+                external = limit_base_wrench(ff, wrench)
+                self.last_residual = world_wrench_to_local(ff, q, external - wrench)
             else:
                 self.last_residual = -world_wrench_to_local(ff, q, wrench)
         return Actuation(effort.arm_torques, effort.wheel_torques, thrust, external)

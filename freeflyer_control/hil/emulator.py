@@ -33,6 +33,12 @@ bridge is supposed to respect the minimum itself). ``bits``: bit i commands valv
 closed (0) from the arrival until the next command, with no timeout. Each valve's physical state
 follows its commanded state ``valve_delay`` later (opening and closing); an open valve pushes with
 exactly its thruster's max_force (on/off, no partial force).
+
+Divergence. If the plant's integration diverges (see :mod:`freeflyer_control.physics.plant`),
+the plant holds its last finite state, :attr:`TestbedEmulator.diverged` says why, time still
+advances and the sensors fall silent (a dead testbed sends nothing, and nothing non-finite):
+the bridge trips on the silence within its timeouts, and :func:`~freeflyer_control.hil.runner.run_hil`
+also e-stops it at once with the reason.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError
-from freeflyer_control.physics.actuators import Actuation
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.actuators import Actuation, generalized_forces, world_wrench_to_local
+from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import (
     State,
     base_position,
@@ -260,6 +266,7 @@ class TestbedEmulator:
         self._dt = 1.0 / s.plant_rate
         self._plant = Plant(ff, state, self._dt)
         self._steps = 0
+        self.diverged: str | None = None
         self._rng = np.random.default_rng(seed)
         self._faults: list[Fault] = []
         for fault in faults:
@@ -311,12 +318,30 @@ class TestbedEmulator:
         if not np.isfinite(t):
             raise ValueError(f"advance: time must be finite, got {t}")
         while self.t < t - TIME_TOL:
-            self._plant.step(self.actuation())
+            if self.diverged is not None:  # a dead testbed: time goes on, nothing is sampled
+                self._steps = max(self._steps + 1, int(np.ceil((t - TIME_TOL) / self._dt)))
+                continue
+            try:
+                self._plant.step(tau=self._generalized_forces())
+            except PlantDiverged as exc:
+                self.diverged = exc.reason
+                continue
             self._steps += 1
             self._sample()
 
+    def _generalized_forces(self) -> np.ndarray:
+        """The actuators' saturated generalized forces plus the push faults' wrench, which is a
+        disturbance and so, unlike ideal base actuation, not bounded by the base limits."""
+        act = self.actuation()
+        state = self._plant.state
+        tau = generalized_forces(self.ff, state.q, replace(act, base_wrench_world=np.zeros(0)), state.v)
+        if act.base_wrench_world.any():
+            tau[: self.ff.nb] += world_wrench_to_local(self.ff, state.q, act.base_wrench_world)
+        return tau
+
     def actuation(self) -> Actuation:
-        """What the hardware applies over the next plant step (URDF signs, robot order)."""
+        """What the hardware applies over the next plant step (URDF signs, robot order); the
+        ``base_wrench_world`` is the push faults' force (a disturbance, unbounded)."""
         t, s, ff = self.t, self.settings, self.ff
         arm = self._held(self._arm, t)
         wheels = self._held(self._wheels, t)

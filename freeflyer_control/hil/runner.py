@@ -128,11 +128,15 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
     log = HilLog()
     n_ticks = round(duration / dt)
     estopped_for: object = None
+    told_divergence = False
     wall0 = time.perf_counter()
     for k in range(n_ticks + 1):
         t = k * dt
         emulator.advance(t)
         now = clock(t)
+        if emulator.diverged and not told_divergence:  # the testbed died: stop at once, saying why
+            bridge.estop(now, f"testbed emulator: {emulator.diverged}")
+            told_divergence = True
         for s in emulator.capture_samples(t):
             bridge.on_capture(clock(s.stamp), s.position, s.orientation_xyzw, clock(s.delivery))
         for s in emulator.encoder_samples(t):

@@ -76,6 +76,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
                           for trip in run.trips],
         "testbed_resets": [{"t": t, "ok": ok, "message": message} for t, ok, message in run.resets],
         "testbed_faults": [f"{f.kind} at {f.start:g} s for {f.duration:g} s" for f in faults],
+        "plant_diverged": run.emulator.diverged,  # the emulated testbed died (the CLI exits 3)
         "testbed_safe_ticks": run.bridge.stats.safe_ticks,
         "testbed_refused_samples": dict(run.bridge.stats.rejected.counts),
         "estimation_error_base_position_m": float(np.nanmax(np.linalg.norm(

@@ -19,6 +19,12 @@ Example (all vectors in the ``base_link`` frame, SI units)::
         position: [0.2, 0.2, 0.0]    # m, point of application in base_link
         direction: [-1.0, 0.0, 0.0]  # unit vector of the force the thruster exerts on the base
         max_force: 0.15              # N; a thruster pushes in [0, max_force]
+    base_limits:                     # optional: bounds of ideal base actuation (base_actuation: ideal)
+      max_force: 1.7                 # N, magnitude of the force on the base
+      max_torque: 0.42               # N m, magnitude of the torque on the base (planar: |mz|)
+
+Without ``base_limits`` the bounds are derived from the thrusters (see
+:func:`freeflyer_control.physics.actuators.base_wrench_limits`).
 
 This module only parses and checks the file on its own; checks against the URDF live in
 :mod:`freeflyer_control.model.loader`.
@@ -71,6 +77,15 @@ class Thruster:
 
 
 @dataclass(frozen=True)
+class BaseLimits:
+    """Bounds of an ideal base actuator: an external wrench on the base is scaled down (its
+    direction kept) until ``|force| <= max_force`` (N) and ``|torque| <= max_torque`` (N m)."""
+
+    max_force: float
+    max_torque: float
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     """What a URDF cannot say about a free-flyer (see the module docstring for the YAML form).
 
@@ -85,6 +100,7 @@ class RobotConfig:
         ready_pose: joint name -> angle (rad) of a well-conditioned working pose, away from
             singularities (the start of end-effector maneuvers); missing joints are 0.
         root: the link to float as the base (re-rooting, model/reroot.py); None: the URDF's.
+        base_limits: bounds of ideal base actuation; None: derived from the thrusters.
     """
 
     base: str
@@ -96,6 +112,7 @@ class RobotConfig:
     name: str = ""
     ready_pose: Mapping[str, float] = field(default_factory=dict)
     root: str | None = None
+    base_limits: BaseLimits | None = None
 
     @property
     def wheel_joints(self) -> tuple[str, ...]:
@@ -165,6 +182,26 @@ def parse_thruster(entry: Any, index: int) -> Thruster:
     )
 
 
+def _parse_base_limits(entry: Any, where: str) -> BaseLimits:
+    where = f"{where}: base_limits"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a mapping with max_force (N) and max_torque (N m), got {entry!r}")
+    unknown = sorted(set(entry) - {"max_force", "max_torque"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: ['max_force', 'max_torque']")
+    fix = ("give the largest force (N) and torque (N m) the ideal base actuator may apply, "
+           "e.g. 'base_limits: {max_force: 2.0, max_torque: 0.5}'")
+    values = []
+    for key in ("max_force", "max_torque"):
+        if key not in entry:
+            raise ConfigError(f"{where}: missing key '{key}'; {fix}")
+        try:
+            values.append(positive_number(entry[key], f"{where}.{key}"))
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}; {fix}") from None
+    return BaseLimits(*values)
+
+
 def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -> RobotConfig:
     """Build a :class:`RobotConfig` from already-parsed YAML.
 
@@ -179,7 +216,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
     known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
-             "ready_pose", "root"}
+             "ready_pose", "root", "base_limits"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
@@ -225,6 +262,8 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: ready_pose.{joint} must be an angle in rad, got {angle!r}") from None
 
+    base_limits = _parse_base_limits(data["base_limits"], where) if data.get("base_limits") is not None else None
+
     urdf = data.get("urdf")
     urdf_path = None
     if urdf:
@@ -242,6 +281,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         name=name,
         ready_pose=ready,
         root=_root(data.get("root"), where),
+        base_limits=base_limits,
     )
 
 

@@ -24,7 +24,7 @@ import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError, ModelError
 from freeflyer_control.model.joint_limits import limit_violations
-from freeflyer_control.model.config import BASE_TYPES, RobotConfig, Thruster, load_robot_config
+from freeflyer_control.model.config import BASE_TYPES, BaseLimits, RobotConfig, Thruster, load_robot_config
 from freeflyer_control.model.reroot import reroot_urdf, restore_link_frames
 from freeflyer_control.model.urdf_checks import UrdfReport, check_urdf, read_urdf
 
@@ -52,6 +52,8 @@ class FreeFlyerModel:
         wheel_limits: per wheel (config order) (max_torque N m, max_speed rad/s).
         name: robot name.
         warnings: what the URDF check accepted but flagged.
+        base_limits: the robot config's bounds of ideal base actuation (None: derived, see
+            :func:`freeflyer_control.physics.actuators.base_wrench_limits`).
     """
 
     model: pin.Model
@@ -68,6 +70,7 @@ class FreeFlyerModel:
     warnings: tuple[str, ...] = ()
     urdf_xml: str = field(default="", repr=False)
     ready_pose: dict[str, float] = field(default_factory=dict)
+    base_limits: BaseLimits | None = None
 
     # --- sizes and index maps (velocity space) -------------------------------------------
     @property
@@ -238,6 +241,7 @@ def load_model(
         warnings=report.warnings,
         urdf_xml=report.xml,
         ready_pose=dict(config.ready_pose) if config else {},
+        base_limits=config.base_limits if config else None,
     )
     _check_against_urdf(ff, report, source)
     for w in report.warnings:  # each already begins with the source (urdf_checks._Ctx.warn)

@@ -7,6 +7,10 @@ Subscribes (commands, held until replaced, zeroed after ``command_timeout``):
   /base/wrench_command         geometry_msgs/WrenchStamped ideal base wrench, world axes
 Publishes: /joint_states, /base/odom (pose and twist in world), TF world -> base_link,
 /diagnostics. Service ~/reset (std_srvs/Trigger) puts the plant back to its initial state.
+
+If the integration diverges (see freeflyer_control.physics.plant), the node logs the reason once,
+stops publishing the state (the controller's watchdog then stops the robot) and reports
+"diverged" with the reason on /diagnostics (level ERROR) until ~/reset.
 """
 
 from __future__ import annotations
@@ -114,14 +118,20 @@ class PlantNode(Node):
 
     def _step(self) -> None:
         start = time.perf_counter()
-        self.server.step(now_s(self))
+        diverged = self.server.step(now_s(self))
+        if diverged is not None:  # only on the step that diverged: logged once
+            self.get_logger().error(f"{diverged}; publishing nothing until ~/reset")
+            self._diagnose()
         self.steps += 1
         self._publish()
         if time.perf_counter() - start > self.period:
             self.overruns += 1
 
     def _publish(self) -> None:
-        js, odom, tf = state_messages(self, self.server.measurement(), self.ff.base_link)
+        measurement = self.server.measurement()
+        if measurement is None:  # diverged: a frozen state must not look live
+            return
+        js, odom, tf = state_messages(self, measurement, self.ff.base_link)
         self.pub_js.publish(js)
         self.pub_odom.publish(odom)
         self.tf.sendTransform(tf)
@@ -131,8 +141,11 @@ class PlantNode(Node):
         wall = time.monotonic() - self.wall0
         values = {**d, "real_time_factor": f"{self.steps * self.period / wall:.3f}" if wall > 0 else "-",
                   "step_overruns": self.overruns, "refused_commands": self.errors}
-        level = "warn" if self.overruns or self.errors else "ok"
-        self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, "simulating", values))
+        if self.server.status != "ok":
+            level, message = "error", self.server.reason
+        else:
+            level, message = ("warn" if self.overruns or self.errors else "ok"), "simulating"
+        self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, message, values))
 
     def _on_params(self, params):
         """command_timeout is settable at run time (rclpy has checked its range)."""
@@ -142,9 +155,12 @@ class PlantNode(Node):
         return param_result(None)
 
     def _on_reset(self, request, response):
+        was = self.server.reason
         self.server.reset()
         self._publish()
         response.success, response.message = True, "plant reset to its initial state"
+        if was:
+            self.get_logger().info(f"plant reset after: {was}")
         return response
 
 

@@ -89,6 +89,7 @@ class TestbedEmulatorNode(Node):
         self.refused = 0
         self.last_refusal = ""
         self.overruns = 0
+        self.told_divergence = False
         self.published = {"capture": 0, "encoders": 0}
 
         act = cfg.actuators
@@ -154,6 +155,9 @@ class TestbedEmulatorNode(Node):
         t = (self.get_clock().now().nanoseconds - self.t0) * 1e-9
         emu = self.emulator
         emu.advance(t)
+        if emu.diverged and not self.told_divergence:  # once: the emulated testbed is dead from now on
+            self.told_divergence = True
+            self.get_logger().error(f"{emu.diverged}; the emulated testbed publishes nothing more (restart the node)")
         for s in emu.capture_samples(t):
             msg = PoseStamped()
             msg.header.stamp = self._stamp(s.stamp)
@@ -171,9 +175,10 @@ class TestbedEmulatorNode(Node):
             msg.velocity = s.velocities.tolist()
             self.pub_encoders.publish(msg)
             self.published["encoders"] += 1
-        _, odom, _ = state_messages(self, fields_from_state(self.ff, emu.state), self.ff.base_link)
-        odom.header.stamp = self._stamp(emu.t)  # the true state's own time
-        self.pub_truth.publish(odom)
+        if not emu.diverged:  # a frozen truth with fresh stamps would look live
+            _, odom, _ = state_messages(self, fields_from_state(self.ff, emu.state), self.ff.base_link)
+            odom.header.stamp = self._stamp(emu.t)  # the true state's own time
+            self.pub_truth.publish(odom)
         if time.perf_counter() - start > self.period:
             self.overruns += 1
 
@@ -190,6 +195,8 @@ class TestbedEmulatorNode(Node):
                   "step_overruns": self.overruns}
         level = "warn" if active or self.refused else "ok"
         message = f"fault: {values['active_faults']}" if active else "emulating"
+        if emu.diverged:
+            level, message = "error", emu.diverged
         self.pub_diag.publish(diagnostics(self, "freeflyer: testbed emulator", level, message, values))
 
 

@@ -3,6 +3,10 @@
 An :class:`Actuation` is what a controller (or a testbed) commands for one control period.
 :func:`generalized_forces` turns it, after saturation, into the generalized force vector of
 the floating-base dynamics. Also here: which modes a robot's actuators can support.
+
+Ideal base actuation (``base_actuation: ideal``, an external wrench instead of thrusters) is
+bounded like the real actuators: :func:`limit_base_wrench` scales the force and the torque down
+to the robot's :func:`base_wrench_limits`, keeping their directions.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ class Actuation:
         wheel_torques: motor torque on each reaction wheel about its axis, N m, config order;
             the base feels the opposite torque.
         thruster_forces: each thruster's force, N, config order; saturated to [0, max_force].
-        base_wrench_world: extra wrench on the base about the base_link origin in world axes:
-            spatial [fx, fy, fz, mx, my, mz], planar [fx, fy, mz] (e.g. an ideal base
-            controller, or a disturbance).
+        base_wrench_world: ideal base actuation: a wrench on the base about the base_link origin
+            in world axes, spatial [fx, fy, fz, mx, my, mz], planar [fx, fy, mz]; saturated to
+            :func:`base_wrench_limits`. (A disturbance, which no limit bounds, is added to the
+            generalized forces instead: see ``Plant.step(tau=...)``.)
     """
 
     arm_torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -38,19 +43,97 @@ class Actuation:
     base_wrench_world: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
+def _per_robot(table: dict, ff: FreeFlyerModel, build):
+    """``build(ff)`` once per robot object (models are not mutated after loading); arrays come
+    back read-only."""
+    cached = table.get(id(ff))
+    if cached is not None and cached[0] is ff:
+        return cached[1]
+    value = build(ff)
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    table[id(ff)] = (ff, value)
+    return value
+
+
 def thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
     """B (nb x n_thrusters): base wrench in base_link axes, about the base_link origin, per
     newton of each thruster. Spatial rows [f; m], planar rows [fx, fy, mz]. Read-only."""
-    cached = _THRUSTER_MATRICES.get(id(ff))
-    if cached is not None and cached[0] is ff:
-        return cached[1]
-    B = _thruster_matrix(ff)
-    B.setflags(write=False)
-    _THRUSTER_MATRICES[id(ff)] = (ff, B)
-    return B
+    return _per_robot(_THRUSTER_MATRICES, ff, _thruster_matrix)
 
 
 _THRUSTER_MATRICES: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
+_BASE_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[float, float]]] = {}
+
+# Ideal actuation idealizes the base actuators (a study of what a mode allows; HIL, where the
+# bridge maps the wrench onto the real thrusters and saturates it there): it may be stronger than
+# the thrusters, not unboundedly. 10 x their reach holds a base against its arm's reaction (up to
+# 6 x measured, translation-flying in test_gjm_modes) and stops an absurd wrench.
+IDEAL_MARGIN = 10.0
+# Bounds of ideal base actuation for a robot without thrusters or base_limits: what gives the
+# whole robot 1 m/s^2 and 1 rad/s^2, far beyond any maneuver (the base PD gains ask 0.25 m/s^2
+# per metre of error) yet finite.
+DEFAULT_BASE_ACCELERATION = 1.0  # m/s^2
+DEFAULT_BASE_ANGULAR_ACCELERATION = 1.0  # rad/s^2
+
+
+def base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
+    """(max_force N, max_torque N m) of ideal base actuation, about the base_link origin.
+
+    The robot config's ``base_limits`` if given. Otherwise from the thrusters: per base_link axis
+    the largest force (torque) any set of thrusters makes along it, either sign; the norm of
+    those per-axis reaches bounds every wrench the thrusters can make, and ``IDEAL_MARGIN`` times
+    it is the limit. Without thrusters (or where they make no force or no torque):
+    ``DEFAULT_BASE_ACCELERATION`` times the robot's mass and ``DEFAULT_BASE_ANGULAR_ACCELERATION``
+    times its largest rotational inertia about the base origin at the neutral configuration.
+    """
+    return _per_robot(_BASE_LIMITS, ff, _base_wrench_limits)
+
+
+def _base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
+    if ff.base_limits is not None:
+        return float(ff.base_limits.max_force), float(ff.base_limits.max_torque)
+    n_lin = 2 if ff.base == "planar" else 3
+    force = torque = 0.0
+    if ff.thrusters:
+        B = thruster_matrix(ff) * ff.thruster_max_forces
+        reach = np.maximum(np.clip(B, 0.0, None).sum(axis=1), np.clip(-B, 0.0, None).sum(axis=1))
+        force = IDEAL_MARGIN * float(np.linalg.norm(reach[:n_lin]))
+        torque = IDEAL_MARGIN * float(np.linalg.norm(reach[n_lin:]))
+    if force <= 0.0:
+        force = DEFAULT_BASE_ACCELERATION * ff.total_mass
+    if torque <= 0.0:
+        import pinocchio as pin
+
+        M = pin.crba(ff.model, ff.create_data(), pin.neutral(ff.model))
+        rot = M[n_lin:ff.nb, n_lin:ff.nb]
+        rot = np.triu(rot) + np.triu(rot, 1).T
+        torque = DEFAULT_BASE_ANGULAR_ACCELERATION * float(np.linalg.eigvalsh(rot).max())
+    return force, torque
+
+
+def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
+    """``x`` scaled down to norm ``limit`` if longer (direction kept, even for entries whose
+    squares overflow)."""
+    big = float(np.abs(x).max())
+    if big > 1e150:  # far over any limit, and its square would overflow: keep only the direction
+        x = x / big
+    elif float(np.sqrt(x @ x)) <= limit:
+        return x
+    return x * (limit / float(np.sqrt(x @ x)))
+
+
+def limit_base_wrench(ff: FreeFlyerModel, wrench: np.ndarray) -> np.ndarray:
+    """An ideal base wrench (nb,), about the base_link origin in any axes (world or base_link),
+    with its force scaled down to ``max_force`` and its torque to ``max_torque`` (N, N m; see
+    :func:`base_wrench_limits`). Norms do not depend on the axes, so neither does the bound."""
+    max_force, max_torque = base_wrench_limits(ff)
+    n_lin = 2 if ff.base == "planar" else 3
+    w = np.asarray(wrench, dtype=float)
+    f, m = _clip_norm(w[:n_lin], max_force), _clip_norm(w[n_lin:], max_torque)
+    if f is w[:n_lin] and m is w[n_lin:]:
+        return w
+    return np.concatenate([f, m])
 
 
 def _thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
@@ -84,7 +167,8 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
 
     Arm torques to the URDF effort limits, wheel torques to +-max_torque (and to zero where a
     wheel at its speed limit would be pushed faster, if ``v`` is given), thrusters to
-    [0, max_force]. Raises ValueError for wrong sizes or non-finite values.
+    [0, max_force], the ideal base wrench to :func:`base_wrench_limits`. Raises ValueError for
+    wrong sizes or non-finite values.
     """
     effort = ff.arm_effort_limits
     arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), -effort, effort)
@@ -102,6 +186,8 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
         thrust = _clip(thrust, 0.0, ff.thruster_max_forces)
 
     wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
+    if wrench.any():
+        wrench = limit_base_wrench(ff, wrench)
     return Actuation(arm, wheels, thrust, wrench)
 
 

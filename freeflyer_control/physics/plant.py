@@ -21,6 +21,20 @@ correction is of the size of the RK4 local error, so the order stays 4, and in f
 P and L stay at their initial values to round-off instead of drifting by O(dt^4) per second.
 
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
+
+Divergence. A step too large for the dynamics (a stiff maneuver at a low rate, a large base
+wrench) makes RK4 unstable: the state grows without bound and turns into NaN. Every step is
+checked, and a step that fails is not taken: the plant holds its last state, records why in
+:attr:`Plant.diverged` and raises :class:`PlantDiverged` (on this and every later step, until a
+new state is assigned). A step fails when
+
+* the new state is not finite;
+* a velocity leaves the model's domain: a joint faster than ``VELOCITY_MARGIN`` times its URDF
+  velocity limit and than ``SPEED_BOUND``, the base or an unlimited joint faster than
+  ``SPEED_BOUND``;
+* the kinetic energy grows by more than the work the applied forces did over the step (the
+  power balance dT/dt = tau . v, exact for the ODE, integrated with the step's own RK4 stages),
+  beyond ``ENERGY_RTOL`` of the energy involved: energy that no actuation explains.
 """
 
 from __future__ import annotations
@@ -30,9 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.errors import FreeFlyerError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
-from freeflyer_control.physics.linalg import solve_spd_upper
+from freeflyer_control.physics.linalg import quadratic_form_upper, solve_spd_upper
 from freeflyer_control.physics.dynamics import forward_dynamics, kinetic_energy
 from freeflyer_control.physics.momentum import (
     base_wrench_about_world_origin,
@@ -66,6 +81,57 @@ def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray
     first = base_bracket(base, t, vb)
     out[:nb] += 0.5 * first + base_bracket(base, t, first) / 12.0
     return out
+
+
+# A velocity past these is taken for a blow-up, not physics: a joint faster than VELOCITY_MARGIN
+# times its URDF velocity limit (and than SPEED_BOUND), the base (m/s, rad/s) or a joint without a
+# limit faster than SPEED_BOUND. The URDF limit is a motor rating: a light wrist whipped by the
+# passive dynamics of a floating arm can pass it (measured: over 10 rad/s from 2 rad/s on
+# spatial_6link, whose limit is 1 rad/s), hence the margin and the floor. 100 m/s or rad/s is two
+# orders of magnitude beyond any table or orbital manipulation maneuver.
+VELOCITY_MARGIN = 10.0
+SPEED_BOUND = 100.0
+# Unexplained energy gain over one step, relative to the energy involved (T before + T after +
+# |work|). A stable step leaves round-off to ~1e-4 (the power balance holds to RK4's O(h^5);
+# measured on the bundled robots with joint rates up to 1 rad/s: < 2e-4 at 20 Hz, up to 4e-3 for
+# spatial_7dof at 10 Hz); an unstable one multiplies the energy step after step, so the residual is
+# O(1) (5 % in the first step of a 10 Hz arm at its effort limits, 36 % at the end of a 1 Hz
+# end-effector maneuver). 1 % stops that in its first step or two, long before NaN.
+ENERGY_RTOL = 1e-2
+# J: below this the power balance is round-off (a robot at rest, a zero-torque step).
+ENERGY_ATOL = 1e-9
+
+
+class PlantDiverged(FreeFlyerError, RuntimeError):
+    """The plant's integration diverged: ``reason`` says when, which check and what to do (one
+    line); ``t`` is the time of the last good state, which the plant holds (s)."""
+
+    def __init__(self, reason: str, t: float):
+        super().__init__(reason)
+        self.reason, self.t = reason, t
+
+
+def _coordinate_names(ff: FreeFlyerModel) -> tuple[list[str], list[str]]:
+    """Names and units of the velocity coordinates (base ones in base_link axes)."""
+    base = (["base vx", "base vy", "base wz"] if ff.base == "planar"
+            else ["base vx", "base vy", "base vz", "base wx", "base wy", "base wz"])
+    base_units = (["m/s", "m/s", "rad/s"] if ff.base == "planar" else ["m/s"] * 3 + ["rad/s"] * 3)
+    units = []
+    for name in ff.joint_names:
+        prismatic = ff.model.joints[ff.model.getJointId(name)].shortname().startswith("JointModelP")
+        units.append("m/s" if prismatic else "rad/s")
+    return base + [f"joint '{n}'" for n in ff.joint_names], base_units + units
+
+
+def velocity_bounds(ff: FreeFlyerModel) -> np.ndarray:
+    """Speeds (nv,) past which the plant counts as diverged: m/s or rad/s, Pinocchio's velocity
+    coordinates (base ones in base_link axes). See ``VELOCITY_MARGIN`` and ``SPEED_BOUND``."""
+    limits = np.asarray(ff.model.velocityLimit, dtype=float).copy()
+    bounds = np.full(ff.model.nv, SPEED_BOUND)
+    joints = slice(ff.nb, None)
+    limited = np.isfinite(limits[joints]) & (limits[joints] > 0) & (limits[joints] < 1e300)
+    bounds[joints] = np.where(limited, np.maximum(VELOCITY_MARGIN * limits[joints], SPEED_BOUND), SPEED_BOUND)
+    return bounds
 
 
 @dataclass(frozen=True)
@@ -103,6 +169,8 @@ class Plant:
         self.dt = float(dt)
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
+        self.v_bounds = velocity_bounds(ff)
+        self._names, self._units = _coordinate_names(ff)
         self.state = state
 
     @property
@@ -112,19 +180,49 @@ class Plant:
 
     @state.setter
     def state(self, state: State) -> None:
+        if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+            raise ValueError("plant state must be finite; got NaN or Inf in q or v")
         self._state = state.copy()
         self.momentum_world = world_momentum(self.ff, self.data, self._state)
+        self._energy = kinetic_energy(self.ff, self.data, self._state.q, self._state.v)
+        self.diverged: str | None = None
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
         return forward_dynamics(self.ff, self.data, q, v, tau)
 
     def step(self, actuation: Actuation | None = None, *, tau: np.ndarray | None = None) -> State:
-        """Advance one step under ``actuation`` (or raw generalized forces ``tau``)."""
-        ff, model, h = self.ff, self.ff.model, self.dt
+        """Advance one step under ``actuation`` (or raw generalized forces ``tau``, (nv,),
+        Pinocchio's velocity coordinates: base wrench in base_link axes, joint torques).
+
+        Raises:
+            ValueError: a command of the wrong size or not finite (nothing is integrated).
+            PlantDiverged: the step diverged, or an earlier one did (the state is held).
+        """
+        if self.diverged is not None:
+            raise PlantDiverged(self.diverged, self.t)
         q0, v0 = self.state.q, self.state.v
         if tau is None:
             # Saturation (e.g. wheel speed limits) is decided once per step, at its start.
-            tau = generalized_forces(ff, q0, actuation or Actuation(), v0)
+            tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0)
+        try:
+            q_new, v_new, momentum, work, M = self._integrate(q0, v0, tau)
+            reason = self._divergence(q_new, v_new, work, M)
+        except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN inside Pinocchio or LAPACK
+            reason = f"the dynamics could not be evaluated ({exc})"
+        if reason is not None:
+            self.diverged = f"plant diverged at t = {self.t + self.dt:.6g} s: {reason}"
+            raise PlantDiverged(self.diverged, self.t)
+        self.momentum_world = momentum
+        self._state = State(q_new, v_new)
+        self.t += self.dt
+        return self._state
+
+    def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
+        """One RKMK4 step with momentum projection (see the module docstring).
+
+        Returns (q, v, world momentum, work of ``tau`` over the step J, upper-triangular M at q).
+        """
+        ff, model, h = self.ff, self.ff.model, self.dt
         base, nb = ff.base, ff.nb
 
         k1v = self.acceleration(q0, v0, tau)
@@ -150,21 +248,56 @@ class Plant:
         v_new = v0 + (h / 6.0) * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
 
         tau_b = tau[:nb]
+        momentum = self.momentum_world
         if np.any(tau_b):
             # h' = wrench about the world origin, evaluated at the same stages (base pose only).
             w1 = base_wrench_about_world_origin(ff, q0, tau_b)
             w2 = base_wrench_about_world_origin(ff, q2, tau_b)
             w3 = base_wrench_about_world_origin(ff, q3, tau_b)
             w4 = base_wrench_about_world_origin(ff, q4, tau_b)
-            self.momentum_world = self.momentum_world + (h / 6.0) * (w1 + 2 * w2 + 2 * w3 + w4)
+            momentum = momentum + (h / 6.0) * (w1 + 2 * w2 + 2 * w3 + w4)
         M = pin.crba(model, self.data, q_new)  # upper triangle; the base rows are complete
-        rows = world_momentum_to_base_rows(ff, q_new, self.momentum_world)
+        rows = world_momentum_to_base_rows(ff, q_new, momentum)
         v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows - M[:nb, nb:] @ v_new[nb:])
+        # Work of the held forces: the power tau . v (body velocities, so the base wrench in
+        # base_link axes pairs with the base twist in base_link axes) by the same RK4 quadrature.
+        stages = v2 + v3
+        stages *= 2.0
+        stages += v0
+        stages += v4
+        work = (h / 6.0) * float(tau @ stages)
 
         self.last_acceleration = k1v
-        self._state = State(q_new, v_new)
-        self.t += h
-        return self._state
+        return q_new, v_new, momentum, work, M
+
+    def _divergence(self, q: np.ndarray, v: np.ndarray, work: float, M: np.ndarray) -> str | None:
+        """Why the step to (q, v) diverged (one line), or None; keeps the energy of an accepted
+        step. ``M``: the mass matrix at q, upper triangle."""
+        # One comparison catches NaN and Inf too (they compare false); the reason is sorted out
+        # only on failure. q needs no check of its own: a non-finite q makes M (attitude, joints)
+        # or the momentum rows (base position) non-finite, and the base velocity solved from them.
+        if not (np.abs(v) <= self.v_bounds).all():
+            return self._velocity_reason(q, v)
+        energy = 0.5 * quadratic_form_upper(M, v)
+        # Only a gain counts: an unstable step amplifies, while a step that loses energy is merely
+        # inaccurate (RK4 damps at large steps) and stays bounded.
+        unexplained = energy - self._energy - work
+        if not unexplained <= ENERGY_RTOL * (self._energy + energy + abs(work)) + ENERGY_ATOL:
+            return (f"kinetic energy went from {self._energy:.3g} J to {energy:.3g} J while the applied forces "
+                    f"did {work:.3g} J of work (tolerance {ENERGY_RTOL:g} of the energy involved); the step is "
+                    "too large for the dynamics: raise the rate")
+        self._energy = energy
+        return None
+
+    def _velocity_reason(self, q: np.ndarray, v: np.ndarray) -> str:
+        if not (np.isfinite(v).all() and np.isfinite(q).all()):
+            return "NaN or Inf in the state; the step is too large for the dynamics: raise the rate"
+        i = int(np.argmax(np.abs(v) > self.v_bounds))
+        name, unit = self._names[i], self._units[i]
+        bound = (f"{VELOCITY_MARGIN:g} x its URDF velocity limit, {self.v_bounds[i]:.3g} {unit}"
+                 if self.v_bounds[i] > SPEED_BOUND else f"{self.v_bounds[i]:.3g} {unit}")
+        return (f"{name} speed {abs(v[i]):.3g} {unit} is over the divergence bound ({bound}); "
+                "the commands or the step are too large: lower them or raise the rate")
 
     def run(self, duration: float, actuation: Actuation | None = None) -> State:
         """Integrate for ``duration`` seconds (rounded to whole steps) under constant commands."""

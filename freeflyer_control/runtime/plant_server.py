@@ -4,6 +4,13 @@ Commands are held (zero-order hold) until replaced; a command older than ``comma
 is dropped to zero, like an actuator driver with its own watchdog. Measurements can carry
 Gaussian noise and a fixed latency (a queue of past states), so a controller can be tried
 against the imperfect sensing of a testbed.
+
+Status. ``ok`` while the plant integrates. ``diverged`` once a step diverged (see
+:mod:`freeflyer_control.physics.plant`): the plant holds its last finite state, :meth:`step` does
+nothing more, :meth:`measurement` returns None (publish nothing: a frozen state with fresh stamps
+would look live to a controller, whose watchdog instead stops the robot on the silence), and
+``reason`` says why. :meth:`reset` brings it back. No command, time or rate a caller passes
+makes :meth:`step` raise.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import numpy as np
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.momentum import centroidal_momentum
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import State
 from freeflyer_control.ros.conversions import BaseReading, StateFields, fields_from_state, finite_array
 
@@ -43,23 +50,36 @@ class SensorNoise:
                 raise ValueError(f"noise {name} must be finite and >= 0, got {value}")
 
 
+# Measurement latency is a queue of past states: a bound keeps a typo from allocating gigabytes.
+MAX_DELAY_STEPS = 100_000
+
+
 class PlantServer:
     """Args:
     ff: the robot.
     state: initial state.
     rate: integration (and publication) rate, Hz.
-    command_timeout: s; commands older than this are zeroed.
+    command_timeout: s; commands older than this are zeroed (and so are commands stamped later
+        than the step's time: the clock stepped back).
     noise: measurement noise.
     latency: s; measurements are this old (rounded to whole steps).
     seed: noise seed.
+
+    Raises:
+        ValueError: a non-finite or non-positive rate or timeout, a negative or too long latency.
     """
 
     def __init__(self, ff: FreeFlyerModel, state: State, *, rate: float, command_timeout: float = 0.1,
                  noise: SensorNoise = SensorNoise(), latency: float = 0.0, seed: int = 0):
-        if not rate > 0:
-            raise ValueError(f"rate must be > 0 Hz, got {rate}")
-        if latency < 0:
-            raise ValueError(f"latency must be >= 0 s, got {latency}")
+        if not (np.isfinite(rate) and rate > 0):
+            raise ValueError(f"rate must be a finite number of Hz > 0, got {rate}")
+        if not (np.isfinite(command_timeout) and command_timeout > 0):
+            raise ValueError(f"command_timeout must be a finite number of seconds > 0, got {command_timeout}")
+        if not (np.isfinite(latency) and latency >= 0):
+            raise ValueError(f"latency must be a finite number of seconds >= 0, got {latency}")
+        if latency * rate > MAX_DELAY_STEPS:
+            raise ValueError(f"latency {latency} s at {rate} Hz is {latency * rate:.3g} steps of history; "
+                             f"at most {MAX_DELAY_STEPS}: lower the latency or the rate")
         self.ff = ff
         self.initial = state.copy()
         self.plant = Plant(ff, state, 1.0 / rate)
@@ -72,6 +92,8 @@ class PlantServer:
         n_arm, n_w, n_t = len(ff.arm_joint_names), len(ff.wheel_joint_names), len(ff.thrusters)
         self._cmd = {"arm": (np.zeros(n_arm), -np.inf), "wheels": (np.zeros(n_w), -np.inf),
                      "thrusters": (np.zeros(n_t), -np.inf), "wrench": (np.zeros(ff.nb), -np.inf)}
+        self.status = "ok"
+        self.reason = ""
 
     # --- commands ---------------------------------------------------------------------------
     def set_arm_torques(self, values, now: float) -> None:
@@ -92,27 +114,43 @@ class PlantServer:
         self._cmd[key] = (finite_array(values, key, size), now)
 
     def actuation(self, now: float) -> Actuation:
-        """The held commands, with stale ones zeroed."""
-        parts = [v if now - t <= self.command_timeout else np.zeros_like(v) for v, t in self._cmd.values()]
+        """The held commands, with stale ones zeroed: older than ``command_timeout``, stamped
+        after ``now`` (the clock stepped back), or at a non-finite time."""
+        parts = [v if 0.0 <= now - t <= self.command_timeout else np.zeros_like(v) for v, t in self._cmd.values()]
         return Actuation(*parts)
 
     # --- time ---------------------------------------------------------------------------------
-    def step(self, now: float) -> None:
-        """Advance one period under the commands held at ``now``."""
-        self.plant.step(self.actuation(now))
+    def step(self, now: float) -> str | None:
+        """Advance one period under the commands held at ``now`` (s).
+
+        Returns:
+            the one-line reason when this step made the plant diverge (report it once), else
+            None. Once diverged, a step does nothing until :meth:`reset`.
+        """
+        if self.status != "ok":
+            return None
+        try:
+            self.plant.step(self.actuation(now))
+        except PlantDiverged as exc:
+            self.status, self.reason = "diverged", exc.reason
+            return exc.reason
         self.history.append(self.plant.state.copy())
+        return None
 
     def reset(self, state: State | None = None) -> None:
         self.plant.state = (state or self.initial).copy()
         self.plant.t = 0.0
+        self.status, self.reason = "ok", ""
         self.history.clear()
         self.history.append(self.plant.state.copy())
         for key, (v, _) in self._cmd.items():
             self._cmd[key] = (np.zeros_like(v), -np.inf)
 
     # --- outputs ------------------------------------------------------------------------------
-    def measurement(self) -> StateFields:
-        """The (delayed, noisy) state to publish."""
+    def measurement(self) -> StateFields | None:
+        """The (delayed, noisy) state to publish; None (publish nothing) unless status is ok."""
+        if self.status != "ok":
+            return None
         fields = fields_from_state(self.ff, self.history[0])
         n = self.noise
         if not any(n.__dict__.values()):
@@ -137,10 +175,12 @@ class PlantServer:
         )
         return StateFields(fields.joint_names, jp, jv, base)
 
-    def diagnostics(self) -> dict[str, float]:
+    def diagnostics(self) -> dict[str, float | str]:
+        """Simulated time (s), momentum norms of the (held) state, status and its reason."""
         h = centroidal_momentum(self.ff, self.plant.data, self.plant.state)
         return {"t": self.plant.t, "linear_momentum": float(np.linalg.norm(h[:3])),
-                "angular_momentum": float(np.linalg.norm(h[3:]))}
+                "angular_momentum": float(np.linalg.norm(h[3:])), "status": self.status,
+                "reason": self.reason}
 
 
 def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, 
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import (
     State,
     base_position,
@@ -233,7 +233,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
 
     wall0 = time.perf_counter()
     last_progress = wall0
-    info = actuation = None
+    info = actuation = diverged = None
     for k in range(n_ticks + 1):
         t = k * dt
         while schedule and schedule[0][0] <= t + 1e-12:
@@ -244,8 +244,12 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
             recorder.record(t, plant.state, info, actuation)
         if k == n_ticks:
             break
-        for _ in range(substeps):
-            plant.step(actuation)
+        try:
+            for _ in range(substeps):
+                plant.step(actuation)
+        except PlantDiverged as exc:  # the run ends here; the summary says why
+            diverged = exc.reason
+            break
         if progress is not None and time.perf_counter() - last_progress > 0.5:
             last_progress = time.perf_counter()
             progress(t, duration)
@@ -257,6 +261,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall)
     result.summary["engine"] = "python"
+    result.summary["plant_diverged"] = diverged
     return result
 
 
