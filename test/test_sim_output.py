@@ -352,3 +352,28 @@ def test_summary_says_the_run_was_complete(scheduled):
     s = scheduled.summary
     assert s["interrupted"] is False and s["error"] is None and s["t_reached_s"] == s["duration_s"]
     assert s["not_available"] == {}
+
+
+def test_plot_files_are_the_ones_the_output_folder_check_knows(scheduled_files, task_space):
+    from freeflyer_control.sim.plots import PLOT_FILES
+
+    written = {p.name for p in scheduled_files[1]} | {p.name for p in task_space[1]}
+    assert written == set(PLOT_FILES)
+
+
+def test_missing_matplotlib_is_said_in_one_line_before_the_run_and_the_other_outputs_are_written(tmp_path):
+    from freeflyer_control.cli.sim import MATPLOTLIB_MISSING
+
+    # sys.modules[name] = None makes "import name" raise ImportError, as when it is not installed.
+    code = ("import sys; sys.modules['matplotlib'] = None; "
+            "from freeflyer_control.cli.main import main; "
+            f"sys.exit(main(['sim', '--duration', '1', '--engine', 'python', '--out', {str(tmp_path)!r}]))")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    assert err[0] == MATPLOTLIB_MISSING  # before the progress bar: said before simulating
+    assert all("[" in line for line in err[1:])  # then only progress lines
+    assert {"timeseries.csv", "summary.json"} <= {p.name for p in tmp_path.iterdir()}
+    assert not list(tmp_path.glob("*.png"))

@@ -42,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FreeFlyerError, ValueError, FileNotFoundError) as exc:
         print(f"freeflyer {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and no traceback
+        print(f"freeflyer {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
