@@ -161,3 +161,17 @@ def test_a_crash_inside_the_run_leaves_the_partial_timeseries_and_a_summary_with
     summary = assert_usable_partial_outputs(tmp_path, interrupted=False)
     assert summary["error"] == "Boom: injected failure"
     assert summary["t_reached_s"] > 0
+
+
+def test_ctrl_c_before_the_run_starts_exits_130_saying_nothing_was_written(tmp_path, monkeypatch, capsys):
+    import freeflyer_control.sim.runner as runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "load_robot", interrupted)
+    rc = main(["sim", "--engine", "python", "--no-plots", "--out", str(tmp_path)])
+    assert rc == 130
+    assert capsys.readouterr().err == ("freeflyer sim: interrupted before the run could be summarised; "
+                                       "no outputs written\n")
+    assert list(tmp_path.iterdir()) == []

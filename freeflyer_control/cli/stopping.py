@@ -39,11 +39,13 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
         sys.stderr.write("\n")
     interrupted = isinstance(exc, KeyboardInterrupt)
     result = stream.partial
-    if result is None:
-        if interrupted:
-            print("freeflyer sim: interrupted before the run started; no outputs written", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        raise exc
+    if result is None:  # stopped before its loop (loading, compiling), or stopped again while stopping
+        if not interrupted:
+            raise exc
+        stream.close()
+        written = f"{TIMESERIES_CSV} ({stream.rows} rows) written, no summary" if stream.started else "no outputs written"
+        print(f"freeflyer sim: interrupted before the run could be summarised; {written}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     stream.close()  # every streamed row on disk before the summary that counts them
     write_summary_json(result, out / SUMMARY_JSON)
     s = result.summary

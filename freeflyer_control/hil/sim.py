@@ -75,7 +75,8 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
         result = stopped_result(ff, config, recorder, None, exc, duration=duration, t_reached=ticks["t"],
                                 wall=time.perf_counter() - wall0, engine="testbed emulator")
         result.summary.update(_testbed_fields(tb, faults))
-        result.summary["not_available"]["testbed"] = "the run stopped before the testbed's log was collected"
+        result.summary["not_available"]["testbed"] = \
+            "trips, resets and estimation errors not collected: the run stopped early"
         return result
 
     wall0 = time.perf_counter()

@@ -369,7 +369,7 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
     not_available = metrics.pop("not_available")
     if loop is None:
         not_available["mode_switches"] = not_available["base_actuation"] = \
-            "the run stopped before its controller could be asked"
+            "not collected: the run stopped early"
     return {
         "robot": ff.name,
         "mode": result.config.mode if not result.config.mode_schedule else result.config.mode_schedule[0][1],
