@@ -8,11 +8,16 @@
     (the ``mode.mode_index`` column holds its index into ``list(Mode)``). Floats are written with
     ``repr`` (the shortest text that reads back to the same double), so a momentum of 1e-16 kg m/s
     survives; missing values (e.g. targets of a joint-space maneuver) are ``nan``. Units are SI:
-    rad, rad/s, m, m/s, N, N m, kg m/s, kg m^2/s.
+    rad, rad/s, m, m/s, N, N m, kg m/s, kg m^2/s. ``freeflyer sim`` writes it as the run goes
+    (:mod:`freeflyer_control.sim.stream`): a run stopped early leaves every row up to where it
+    stopped.
 
 ``summary.json``
     :attr:`SimResult.summary`, indent 2. numpy scalars and arrays become numbers and lists;
     non-finite numbers (an infinite real-time factor) become ``null`` so the file is strict JSON.
+    ``interrupted`` (Ctrl-C), ``error`` (``"<type>: <message>"`` of an exception that stopped the
+    run, else null) and ``t_reached_s`` (simulated s reached) say whether the run is complete; a
+    figure whose signals were missing is ``null`` and ``not_available`` maps it to the reason.
 
 ``run.mcap``
     Written only when ``mcap`` and ``mcap_ros2`` (PyPI ``mcap-ros2-support``; the ``mcap`` extra of

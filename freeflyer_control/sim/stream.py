@@ -88,12 +88,11 @@ class TimeseriesStream:
             table[:, col:col + width] = block.reshape(n, width)
             col += width
         modes = table[:, self._mode_col]
-        lines = []
-        for values, mode in zip(table.tolist(), modes.tolist()):
-            # repr: the shortest text that reads back to the same double (csv writes str(float),
-            # which is the same text; one write per row keeps a row whole if the run is stopped)
-            lines.append(",".join(map(repr, values)) + "," + _MODE_NAMES[int(mode)] + "\r\n")
-        self._file.write("".join(lines))
+        # repr: the shortest text that reads back to the same double (the csv module writes the
+        # same text for a float). One write per block: Ctrl-C raises between Python operations,
+        # so it never leaves part of a block in the file (a kill -9 can cut the last row).
+        self._file.write("".join(",".join(map(repr, values)) + "," + _MODE_NAMES[int(mode)] + "\r\n"
+                                 for values, mode in zip(table.tolist(), modes.tolist())))
         self.rows += n
         now = time.perf_counter()
         if now - self._last_flush >= self.flush_interval:
