@@ -372,6 +372,12 @@ def test_sim_out_that_is_a_file_exits_2_before_simulating(capsys, tmp_path, no_s
     assert target.read_text() == "keep me\n"
 
 
+def test_sim_empty_out_exits_2_instead_of_writing_into_the_current_folder(capsys, no_simulating):
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", "")
+    assert rc == 2
+    assert err == "freeflyer sim: error: --out is empty: give a folder (it is created if missing)\n"
+
+
 def test_sim_out_under_a_file_exits_2_naming_the_file(capsys, tmp_path, no_simulating):
     blocker = tmp_path / "notes.txt"
     blocker.write_text("")
@@ -380,11 +386,13 @@ def test_sim_out_under_a_file_exits_2_naming_the_file(capsys, tmp_path, no_simul
     assert err.count("\n") == 1 and "--out" in err and f"lies under {blocker}, which is a file" in err
 
 
-@pytest.mark.skipif(not Path("/sys").is_dir(), reason="needs Linux's /sys, where no one may create a folder")
-def test_sim_out_where_no_folder_can_be_made_exits_2(capsys, no_simulating):
-    rc, _, err = run(capsys, *SHORT_SIM, "--out", "/sys/freeflyer_out")
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's /sys, where no one may write")
+@pytest.mark.parametrize("out, problem", [("/sys/freeflyer_out", "cannot create the folder"),
+                                          ("/sys/kernel", "cannot write in the folder")])
+def test_sim_out_where_no_one_may_write_exits_2(capsys, no_simulating, out, problem):
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", out)
     assert rc == 2
-    assert err.startswith("freeflyer sim: error: --out /sys/freeflyer_out: cannot create the folder (")
+    assert err.startswith(f"freeflyer sim: error: --out {out}: {problem} (")
     assert err.rstrip().endswith("give a folder you can write to") and err.count("\n") == 1
 
 

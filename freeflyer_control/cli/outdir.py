@@ -35,9 +35,11 @@ def prepare_output_folder(text: str, *, overwrite: bool) -> Path:
     outputs (removed with ``overwrite``; else refused).
 
     Raises:
-        OutputFolderError: it is a file, lies under a file, cannot be created or written to,
+        OutputFolderError: it is empty, a file, lies under a file, cannot be created or written to,
             or holds an earlier run's outputs and ``overwrite`` is False.
     """
+    if not text:  # an unset shell variable (--out "$DIR"), which Path would take as "."
+        raise OutputFolderError("--out is empty: give a folder (it is created if missing)")
     out = Path(text)
     if out.exists() and not out.is_dir():
         raise OutputFolderError(f"--out {text} is a file, not a folder: give a folder (it is created if missing)")
