@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
 
 from conftest import robot
 from freeflyer_control.cli.main import main as freeflyer
-from freeflyer_control.ros.conversions import BaseReading, MessageError
+
 from freeflyer_control.runtime.controller_server import ControllerServer
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "bad_inputs.md"

@@ -7,6 +7,7 @@ script, if there is one.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -669,3 +670,120 @@ def test_initial_mode_is_the_schedule_entry_at_zero_else_the_configured_mode():
     assert initial_mode("rotation-floating", [(2.0, "flying")]) == ("rotation-floating", [(2.0, "flying")])
     assert initial_mode("floating", [(0.0, "flying"), (3.0, "floating")]) == ("flying", [(3.0, "floating")])
     assert entries_never_flown([(2.0, "flying"), (10.0, "floating")], 10.0) == [(10.0, "floating")]
+
+
+# freeflyer sim --out: checked before any simulating
+
+SHORT_SIM = ("sim", "--duration", "0.5", "--engine", "python", "--no-plots", "--json")
+
+
+@pytest.fixture
+def no_simulating(monkeypatch):
+    """Fails the test if a simulation starts: a refused --out must be said before any work."""
+    import freeflyer_control.cli.sim as cli_sim
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the simulation ran although --out was refused")
+
+    monkeypatch.setattr(cli_sim, "run_simulation", refuse)
+
+
+def test_sim_out_that_is_a_file_exits_2_before_simulating(capsys, tmp_path, no_simulating):
+    target = tmp_path / "results.csv"
+    target.write_text("keep me\n")
+    rc, out, err = run(capsys, *SHORT_SIM, "--out", str(target))
+    assert rc == 2 and out == ""
+    assert err == (f"freeflyer sim: error: --out {target} is a file, not a folder: "
+                   "give a folder (it is created if missing)\n")
+    assert target.read_text() == "keep me\n"
+
+
+def test_sim_empty_out_exits_2_instead_of_writing_into_the_current_folder(capsys, no_simulating):
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", "")
+    assert rc == 2
+    assert err == "freeflyer sim: error: --out is empty: give a folder (it is created if missing)\n"
+
+
+def test_sim_out_under_a_file_exits_2_naming_the_file(capsys, tmp_path, no_simulating):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("")
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", str(blocker / "run1" / "out"))
+    assert rc == 2
+    assert err.count("\n") == 1 and "--out" in err and f"lies under {blocker}, which is a file" in err
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's /sys, where no one may write")
+@pytest.mark.parametrize("out, problem", [("/sys/freeflyer_out", "cannot create the folder"),
+                                          ("/sys/kernel", "cannot write in the folder")])
+def test_sim_out_where_no_one_may_write_exits_2(capsys, no_simulating, out, problem):
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", out)
+    assert rc == 2
+    assert err.startswith(f"freeflyer sim: error: --out {out}: {problem} (")
+    assert err.rstrip().endswith("give a folder you can write to") and err.count("\n") == 1
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes in read-only folders")
+def test_sim_out_in_a_read_only_folder_exits_2(capsys, tmp_path, no_simulating):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        rc, _, err = run(capsys, *SHORT_SIM, "--out", str(locked / "out"))
+    finally:
+        locked.chmod(0o700)
+    assert rc == 2 and "--out" in err and "give a folder you can write to" in err
+
+
+def test_sim_refuses_a_folder_holding_an_earlier_run_unless_told_to_overwrite(capsys, tmp_path):
+    out = tmp_path / "out"
+    assert run(capsys, *SHORT_SIM, "--out", str(out))[0] == 0
+    first = (out / "summary.json").read_bytes()
+    rc, _, err = run(capsys, *SHORT_SIM, "--duration", "0.3", "--out", str(out))
+    earlier = ", ".join(n for n in ("timeseries.csv", "summary.json", "run.mcap") if (out / n).exists())
+    assert rc == 2
+    assert err == (f"freeflyer sim: error: --out {out} holds the outputs of an earlier run ({earlier}): "
+                   "add --overwrite to replace them, or give another folder\n")
+    assert (out / "summary.json").read_bytes() == first  # untouched
+    rc, outp, _ = run(capsys, *SHORT_SIM, "--duration", "0.3", "--out", str(out), "--overwrite")
+    assert rc == 0 and json.loads(outp)["duration_s"] == 0.3
+    assert json.loads((out / "summary.json").read_text())["duration_s"] == 0.3
+
+
+def test_sim_overwrite_removes_every_file_of_the_earlier_run_and_nothing_else(capsys, tmp_path):
+    # An earlier task-space run drew ee_tracking.png and wrote run.mcap; this joint-space run
+    # without plots writes neither, so both must be gone, not pass as this run's.
+    for name in ("ee_tracking.png", "singularity.png", "joint_rates.png", "summary.json", "run.mcap"):
+        (tmp_path / name).write_text("earlier run")
+    (tmp_path / "notes.txt").write_text("mine")
+    rc, _, err = run(capsys, *SHORT_SIM, "--out", str(tmp_path), "--overwrite")
+    assert rc == 0, err
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left <= {"timeseries.csv", "summary.json", "run.mcap", "notes.txt"}
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert "earlier run" not in (tmp_path / "summary.json").read_text()
+    assert not (tmp_path / "run.mcap").exists() or (tmp_path / "run.mcap").read_bytes() != b"earlier run"
+
+
+def test_sim_writes_beside_unrelated_files_and_into_new_nested_folders(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert run(capsys, *SHORT_SIM, "--out", str(tmp_path))[0] == 0
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "summary.json").is_file()
+    nested = tmp_path / "a" / "b" / "c"
+    assert run(capsys, *SHORT_SIM, "--out", str(nested))[0] == 0
+    assert (nested / "timeseries.csv").is_file()
+
+
+def test_sim_whose_capture_always_drops_out_still_summarises_saying_what_is_not_available(capsys, tmp_path):
+    # The controller never gets a state: every figure it feeds is "not available", with why,
+    # and the plant's own figures (it stays at rest) are still there.
+    rc, out, err = run(capsys, "sim", "--via-testbed", "planar_4link", "--fault", "capture_dropout:0:1000",
+                       "--duration", "2", "--no-plots", "--out", str(tmp_path))
+    assert rc == 0, err
+    assert "RMS tracking error           not available (no sample has a reference: the controller never ran)" in out
+    assert "base not available (the bridge never had an estimate)" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["rms_tracking_error"] is None and "rms_tracking_error" in summary["not_available"]
+    assert summary["max_abs_linear_momentum"] == 0.0 and summary["interrupted"] is False
+    with open(tmp_path / "timeseries.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert len(rows) == 1 + 101  # header + 2 s at the 50 Hz log rate, from t = 0

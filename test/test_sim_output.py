@@ -273,3 +273,107 @@ def test_mcap_reads_back(scheduled, scheduled_files):
     assert [w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z] == [fx, fy, 0.0, 0.0, 0.0, mz]
     assert any(np.abs(s["base_wrench_world"][-1]) > 0), "flying mode should command a base wrench"
+
+
+# ------------------------------------------------------------------------ streaming, summary
+
+
+def test_timeseries_streamed_during_the_run_is_the_file_written_after_it(scheduled, tmp_path):
+    from freeflyer_control.sim.output import write_timeseries_csv
+    from freeflyer_control.sim.stream import TimeseriesStream
+
+    stream = TimeseriesStream(tmp_path / "streamed.csv")
+    result = run_simulation(SimConfig(robot="planar_4link", maneuver="wilde", duration=6.0,
+                                      mode_schedule=[(0.0, "floating"), (SWITCH_TIME, "flying")]),
+                            stream=stream)
+    stream.close()
+    after = write_timeseries_csv(result, tmp_path / "after.csv")
+    assert stream.rows == len(result.series["t"]) == len(scheduled.series["t"])
+    assert (tmp_path / "streamed.csv").read_bytes() == after.read_bytes()
+
+
+def test_compiled_engine_streams_the_same_file_as_it_writes_after_the_run(tmp_path):
+    pytest.importorskip("numba", reason="the compiled engine needs numba (the 'fast' extra)")
+    from freeflyer_control.sim.output import write_timeseries_csv
+    from freeflyer_control.sim.stream import TimeseriesStream
+
+    stream = TimeseriesStream(tmp_path / "streamed.csv")
+    # 12 s at 250 Hz: several compiled chunks (1000 ticks each), so rows arrive in blocks.
+    result = run_simulation(SimConfig(robot="planar_4link", maneuver="wilde", duration=12.0),
+                            fast=True, stream=stream)
+    stream.close()
+    assert result.summary["engine"] == "compiled (numba)"
+    after = write_timeseries_csv(result, tmp_path / "after.csv")
+    assert stream.rows == len(result.series["t"]) == 12 * 50 + 1
+    assert (tmp_path / "streamed.csv").read_bytes() == after.read_bytes()
+
+
+def test_streamed_rows_reach_the_disk_before_the_run_ends(scheduled, tmp_path):
+    from freeflyer_control.sim.stream import TimeseriesStream
+
+    stream = TimeseriesStream(tmp_path / "timeseries.csv", flush_interval=0.0)
+    stream.begin(scheduled.column_names)
+    one = {key: values[0] for key, values in scheduled.series.items()}
+    for _ in range(3):
+        stream.write(one)
+    header, rows = read_csv(tmp_path / "timeseries.csv")  # read while the stream is still open
+    assert len(rows) == 3 and all(len(row) == len(header) for row in rows)
+    stream.close()
+
+
+def test_every_summary_figure_of_a_run_with_no_samples_is_not_available_with_the_reason(scheduled):
+    from freeflyer_control.sim.metrics import run_metrics
+    from freeflyer_control.sim.runner import Recorder
+
+    empty = Recorder(scheduled.robot).series()
+    for task_space in (False, True):
+        figures = run_metrics(scheduled.robot, empty, task_space)
+        why = figures.pop("not_available")
+        units = figures.pop("tracking_error_units")
+        assert units
+        assert all(value is None for value in figures.values()), figures
+        expected = set(figures) - ({"min_sigma"} if not task_space else set())
+        assert set(why) == expected and all(why.values())
+
+
+def test_a_diverged_state_gives_not_available_figures_not_nan_or_an_exception(scheduled):
+    from freeflyer_control.sim.metrics import run_metrics
+
+    series = {key: np.array(values, dtype=float) for key, values in scheduled.series.items()}
+    series["com"][-1] = np.nan
+    series["momentum_total"][-1, 0] = np.inf
+    figures = run_metrics(scheduled.robot, series, task_space=False)
+    assert figures["com_drift_m"] is None and figures["max_abs_linear_momentum"] is None
+    assert figures["not_available"]["com_drift_m"] == "non-finite samples of com"
+    assert figures["base_position_change_m"] == scheduled.summary["base_position_change_m"]
+
+
+def test_summary_says_the_run_was_complete(scheduled):
+    s = scheduled.summary
+    assert s["interrupted"] is False and s["error"] is None and s["t_reached_s"] == s["duration_s"]
+    assert s["not_available"] == {}
+
+
+def test_plot_files_are_the_ones_the_output_folder_check_knows(scheduled_files, task_space):
+    from freeflyer_control.sim.plots import PLOT_FILES
+
+    written = {p.name for p in scheduled_files[1]} | {p.name for p in task_space[1]}
+    assert written == set(PLOT_FILES)
+
+
+def test_missing_matplotlib_is_said_in_one_line_before_the_run_and_the_other_outputs_are_written(tmp_path):
+    from freeflyer_control.cli.sim import MATPLOTLIB_MISSING
+
+    # sys.modules[name] = None makes "import name" raise ImportError, as when it is not installed.
+    code = ("import sys; sys.modules['matplotlib'] = None; "
+            "from freeflyer_control.cli.main import main; "
+            f"sys.exit(main(['sim', '--duration', '1', '--engine', 'python', '--out', {str(tmp_path)!r}]))")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    assert err[0] == MATPLOTLIB_MISSING  # before the progress bar: said before simulating
+    assert all("[" in line for line in err[1:])  # then only progress lines
+    assert {"timeseries.csv", "summary.json"} <= {p.name for p in tmp_path.iterdir()}
+    assert not list(tmp_path.glob("*.png"))

@@ -114,6 +114,9 @@ def _run(argv: Sequence[str] | None) -> int:
     except (FreeFlyerError, ValueError, FileNotFoundError) as exc:
         print(f"{_prog(args)}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and no traceback
+        print(f"freeflyer {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -16,13 +16,18 @@ from freeflyer_control.cli.common import (
 )
 from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
 from freeflyer_control.control.mode_switch import entries_never_flown
+from freeflyer_control.cli.outdir import prepare_output_folder
+from freeflyer_control.cli.stopping import interrupt_on_sigint, report_stopped
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
 from freeflyer_control.sim.progress import ProgressBar
+from freeflyer_control.sim.metrics import NOT_AVAILABLE
+from freeflyer_control.sim.output import TIMESERIES_CSV
 from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
+from freeflyer_control.sim.stream import TimeseriesStream
 
 # Shown at the end of a run: the figures a reader checks first.
 HEADLINE = (
@@ -34,6 +39,10 @@ HEADLINE = (
     ("rms_tracking_error", "RMS tracking error", "{:.4g}"),
     ("real_time_factor", "real-time factor", "{:.1f}"),
 )
+
+MATPLOTLIB_MISSING = ("freeflyer sim: warning: matplotlib is not installed, so no plots will be written "
+                      "(the other outputs are): pip install matplotlib, or install this package with its "
+                      "'pypi' extra; --no-plots skips the plots without this warning")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +78,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --via-testbed: an e-stop at T s")
     p.add_argument("--reset-at", type=EVENT_TIME, action="append", default=[], metavar="T",
                    help="with --via-testbed: a reset of the testbed bridge at T s (refused while the cause persists)")
-    p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out)")
+    p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out); created if missing")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier run in --out (refused without it)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(run=run, validate=validate)
@@ -162,6 +173,44 @@ def run(args: argparse.Namespace) -> int:
         log_rate=args.log_rate, initial_joint_positions=q0,
     )
     fast = {"auto": None, "python": False, "compiled": True}[args.engine]
+    if not args.via_testbed and (args.fault or args.estop_at or args.reset_at):
+        raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
+    out = prepare_output_folder(args.out, overwrite=args.overwrite)
+    plots = not args.no_plots and _plots_possible()
+    interrupt_on_sigint()
+    stream = TimeseriesStream(out / TIMESERIES_CSV)
+    progress = None if args.json else ProgressBar()
+    try:
+        result = _simulate(args, config, fast, stream, progress)
+    except BaseException as exc:
+        return report_stopped(stream, exc, out, progress, as_json=args.json)
+    finally:
+        stream.close()
+
+    from freeflyer_control.sim.output import write_outputs
+
+    files = write_outputs(result, out, timeseries=False)
+    written = list(files.values())
+    if plots:
+        from freeflyer_control.sim.plots import write_plots
+
+        written += write_plots(result, out)
+    diverged = result.summary.get("plant_diverged")
+    if diverged:  # the outputs hold the run up to the divergence
+        print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status 3)", file=sys.stderr)
+    code = 3 if diverged else 0
+    if args.json:
+        print(json.dumps(result.summary, indent=2, default=float))
+        return code
+    print_summary(result.summary)
+    print(f"wrote {len(written)} files to {out.resolve()}/")
+    for path in written:
+        print(f"  {Path(path).name}")
+    return code
+
+
+def _simulate(args: argparse.Namespace, config: SimConfig, fast, stream, progress):
+    """The run: through the emulated testbed (--via-testbed), or plant and controller in lockstep."""
     if args.via_testbed:
         from freeflyer_control.hil.emulator import parse_fault
         from freeflyer_control.hil.runner import Event
@@ -170,48 +219,46 @@ def run(args: argparse.Namespace) -> int:
         faults = [parse_fault(text) for text in args.fault]
         events = [Event(t, "estop", "e-stop (--estop-at)") for t in args.estop_at]
         events += [Event(t, "reset") for t in args.reset_at]
-        result = run_via_testbed(config, args.via_testbed, faults=faults, events=events,
-                                 progress=None if args.json else ProgressBar())
-    elif args.fault or args.estop_at or args.reset_at:
-        raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
-    else:
-        result = run_simulation(config, progress=None if args.json else ProgressBar(), fast=fast)
+        return run_via_testbed(config, args.via_testbed, faults=faults, events=events,
+                               progress=progress, stream=stream)
+    return run_simulation(config, progress=progress, fast=fast, stream=stream)
 
-    from freeflyer_control.sim.output import write_outputs
 
-    out = Path(args.out)
-    files = write_outputs(result, out)
-    plots = []
-    if not args.no_plots:
-        from freeflyer_control.sim.plots import write_plots
+def _figure(summary: dict, key: str, fmt: str) -> str:
+    """A summary figure formatted, or "not available" with the reason."""
+    value = summary.get(key)
+    if value is None:
+        why = summary.get("not_available", {}).get(key)
+        return NOT_AVAILABLE + (f" ({why})" if why else "")
+    return fmt.format(value)
 
-        plots = write_plots(result, out)
-    diverged = result.summary.get("plant_diverged")
-    if diverged:  # outputs hold the run up to the divergence
-        print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status 3)", file=sys.stderr)
-    code = 3 if diverged else 0
-    if args.json:
-        print(json.dumps(result.summary, indent=2, default=float))
-        return code
-    s = result.summary
+
+def print_summary(s: dict) -> None:
+    """The summary's headline figures, testbed events and mode switches, on stdout."""
     print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
           f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({s['engine']} engine)")
     for key, label, fmt in HEADLINE:
-        value = fmt.format(s[key])
-        if key == "rms_tracking_error":
+        value = _figure(s, key, fmt)
+        if key == "rms_tracking_error" and s.get(key) is not None:
             value += f" {s['tracking_error_units']}"
         print(f"  {label:<28} {value}")
-    for trip in s.get("testbed_trips", []):
+    for trip in s.get("testbed_trips") or []:
         print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
-    for reset in s.get("testbed_resets", []):
+    for reset in s.get("testbed_resets") or []:
         print(f"  testbed reset at t={reset['t']:.3f} s: {reset['message']}")
     if "testbed" in s:
-        print(f"  {'estimation error (max)':<28} base {s['estimation_error_base_position_m']:.3g} m, "
-              f"joints {s['estimation_error_joints_rad']:.3g} rad")
-    for switch in s["mode_switches"]:
+        print(f"  {'estimation error (max)':<28} base {_figure(s, 'estimation_error_base_position_m', '{:.3g} m')}, "
+              f"joints {_figure(s, 'estimation_error_joints_rad', '{:.3g} rad')}")
+    for switch in s["mode_switches"] or []:
         verdict = "switched" if switch["accepted"] else f"REFUSED ({switch['reason']})"
         print(f"  t={switch['t']:.2f} s  {switch['from']} -> {switch['to']}: {verdict}")
-    print(f"wrote {len(files) + len(plots)} files to {out.resolve()}/")
-    for path in list(files.values()) + list(plots):
-        print(f"  {Path(path).name}")
-    return code
+
+
+def _plots_possible() -> bool:
+    """Whether plots can be written; if matplotlib is missing, say so now, before the run."""
+    from freeflyer_control.sim.plots import matplotlib_missing
+
+    if matplotlib_missing() is None:
+        return True
+    print(MATPLOTLIB_MISSING, file=sys.stderr)
+    return False

@@ -9,13 +9,23 @@ the testbed did: trips, refused samples, estimation errors.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode
-from freeflyer_control.sim.runner import Recorder, SimConfig, SimResult, initial_state, summarize
+from freeflyer_control.sim.metrics import largest
+from freeflyer_control.sim.runner import (
+    Recorder,
+    SimConfig,
+    SimResult,
+    initial_state,
+    stopped_result,
+    summarize,
+)
+from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial
 
 from .config import load_testbed_config
 from .emulator import Fault
@@ -24,7 +34,8 @@ from .runner import Event, run_hil
 
 def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] = (),
                     events: Sequence[Event] = (),
-                    progress: Callable[[float, float], None] | None = None) -> SimResult:
+                    progress: Callable[[float, float], None] | None = None,
+                    stream: TimeseriesStream | None = None) -> SimResult:
     """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
     ``faults`` injected by the emulator and operator ``events`` (e-stops, resets);
     ``progress(t, duration)`` is called after every controller tick (it throttles itself, as
@@ -32,6 +43,11 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
 
     The testbed fixes the robot and the control rate; ``config.robot`` must name the same robot
     (or be left at its default), and model errors (``mass_error``) are not emulated.
+
+    The plant is recorded from t = 0; until the controller's first tick (the bridge arms once
+    capture and encoders have been valid for a while) its signals are NaN. ``stream`` receives
+    every sample as it is recorded; if the run stops early, ``stream.partial`` holds what was
+    recorded (the testbed's trips, resets and estimation errors are then not available).
     """
     config.validate()
     tb = load_testbed_config(testbed)
@@ -47,40 +63,64 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     mode, schedule = initial_mode(config.mode, config.mode_schedule)
     events = [Event(t, "mode", m) for t, m in schedule] + list(events)
 
-    recorder = Recorder(ff)
+    recorder = Recorder(ff, stream)
     log_every = max(1, round(tb.rate / config.log_rate))
-    ticks = {"n": 0, "info": None}
+    ticks = {"n": 0, "info": None, "t": 0.0}
 
     def record(t, truth, out):
         info = out.info or ticks["info"]
-        if info is not None and ticks["n"] % log_every == 0:
-            recorder.record(t, truth, info, out.actuation)
+        if ticks["n"] % log_every == 0:
+            recorder.record(t, truth, info, out.actuation, mode=mode)
         ticks["info"] = info
         ticks["n"] += 1
+        ticks["t"] = t
         if progress is not None:
             progress(t, duration)
 
-    run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                  faults=faults, on_control=record)
+    def partial(exc: BaseException) -> SimResult:
+        result = stopped_result(ff, config, recorder, None, exc, duration=duration, t_reached=ticks["t"],
+                                wall=time.perf_counter() - wall0, engine="testbed emulator")
+        result.summary.update(_testbed_fields(tb, faults))
+        result.summary["not_available"]["testbed"] = \
+            "trips, resets and estimation errors not collected: the run stopped early"
+        return result
+
+    wall0 = time.perf_counter()
+    with keeps_partial(stream, partial):
+        run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
+                      faults=faults, on_control=record)
     if progress is not None:
         progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)
     result.summary = summarize(result, run.controller.loop, duration, run.wall_time)
     s = run.series
     arm = ff.arm_v_indices - ff.nb
+    estimation = {
+        "estimation_error_base_position_m": largest(np.linalg.norm(
+            s["est_base_position"][:, :2] - s["true_base_position"][:, :2], axis=1)),
+        "estimation_error_joints_rad": largest(np.abs(s["est_joints"][:, arm] - s["true_joints"][:, arm])),
+    }
+    for key, value in estimation.items():
+        if value is None:
+            result.summary["not_available"][key] = "the bridge never had an estimate"
+    result.summary.update(_testbed_fields(tb, faults))
     result.summary.update({
-        "engine": "testbed emulator",
-        "testbed": str(tb.source),
-        "rate_hz": tb.rate,
         "testbed_trips": [{"t": trip.time, "kind": trip.kind, "reaction": trip.reaction, "reason": trip.reason}
                           for trip in run.trips],
         "testbed_resets": [{"t": t, "ok": ok, "message": message} for t, ok, message in run.resets],
-        "testbed_faults": [f"{f.kind} at {f.start:g} s for {f.duration:g} s" for f in faults],
         "plant_diverged": run.emulator.diverged,  # the emulated testbed died (the CLI exits 3)
         "testbed_safe_ticks": run.bridge.stats.safe_ticks,
         "testbed_refused_samples": dict(run.bridge.stats.rejected.counts),
-        "estimation_error_base_position_m": float(np.nanmax(np.linalg.norm(
-            s["est_base_position"][:, :2] - s["true_base_position"][:, :2], axis=1))),
-        "estimation_error_joints_rad": float(np.nanmax(np.abs(s["est_joints"][:, arm] - s["true_joints"][:, arm]))),
+        **estimation,
     })
     return result
+
+
+def _testbed_fields(tb, faults: Sequence[Fault]) -> dict:
+    """Summary entries known before the run: the engine, the testbed config, its rate, the faults."""
+    return {
+        "engine": "testbed emulator",
+        "testbed": str(tb.source),
+        "rate_hz": tb.rate,
+        "testbed_faults": [f"{f.kind} at {f.start:g} s for {f.duration:g} s" for f in faults],
+    }

@@ -8,11 +8,16 @@
     (the ``mode.mode_index`` column holds its index into ``list(Mode)``). Floats are written with
     ``repr`` (the shortest text that reads back to the same double), so a momentum of 1e-16 kg m/s
     survives; missing values (e.g. targets of a joint-space maneuver) are ``nan``. Units are SI:
-    rad, rad/s, m, m/s, N, N m, kg m/s, kg m^2/s.
+    rad, rad/s, m, m/s, N, N m, kg m/s, kg m^2/s. ``freeflyer sim`` writes it as the run goes
+    (:mod:`freeflyer_control.sim.stream`): a run stopped early leaves every row up to where it
+    stopped.
 
 ``summary.json``
     :attr:`SimResult.summary`, indent 2. numpy scalars and arrays become numbers and lists;
     non-finite numbers (an infinite real-time factor) become ``null`` so the file is strict JSON.
+    ``interrupted`` (Ctrl-C), ``error`` (``"<type>: <message>"`` of an exception that stopped the
+    run, else null) and ``t_reached_s`` (simulated s reached) say whether the run is complete; a
+    figure whose signals were missing is ``null`` and ``not_available`` maps it to the reason.
 
 ``run.mcap``
     Written only when ``mcap`` and ``mcap_ros2`` (PyPI ``mcap-ros2-support``; the ``mcap`` extra of
@@ -48,7 +53,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -61,12 +65,15 @@ from typing import Any
 import numpy as np
 
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.sim.stream import TimeseriesStream
 
 log = logging.getLogger(__name__)
 
 TIMESERIES_CSV = "timeseries.csv"
 SUMMARY_JSON = "summary.json"
 RUN_MCAP = "run.mcap"
+# Every file this module may write (with the temporary files of an interrupted write).
+OUTPUT_FILES = (TIMESERIES_CSV, SUMMARY_JSON, RUN_MCAP, SUMMARY_JSON + ".part", RUN_MCAP + ".part")
 
 WORLD_FRAME = "world"
 BASE_FRAME = "base_link"
@@ -308,45 +315,37 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def _csv_columns(result) -> tuple[list[str], list[np.ndarray]]:
-    """Header names and the matching (n,) column arrays, ``t`` first, ``mode`` (name) last."""
-    names: list[str] = []
-    arrays: list[np.ndarray] = []
+def write_timeseries_csv(result, path: Path) -> Path:
+    """``timeseries.csv`` (see the module docstring), through the same writer that streams it
+    during a run (:class:`~freeflyer_control.sim.stream.TimeseriesStream`)."""
     series = result.series
     n = len(series["t"])
-    names.append("t")
-    arrays.append(np.asarray(series["t"], dtype=float).reshape(n, -1)[:, 0])
+    columns = {}
     for key, values in series.items():
-        if key == "t":
-            continue
-        values = np.asarray(values, dtype=float).reshape(n, -1)
+        width = np.asarray(values, dtype=float).reshape(n, -1).shape[1]
         labels = list(result.column_names.get(key, []))
-        if len(labels) != values.shape[1]:
-            labels = [str(i) for i in range(values.shape[1])]
-        for j, label in enumerate(labels):
-            names.append(f"{key}.{label}")
-            arrays.append(values[:, j])
-    return names, arrays
-
-
-def write_timeseries_csv(result, path: Path) -> Path:
-    """``timeseries.csv`` (see the module docstring)."""
-    names, arrays = _csv_columns(result)
-    modes = mode_names(result)
-    table = np.column_stack(arrays) if arrays else np.zeros((len(modes), 0))
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(names + ["mode"])
-        for row, mode in zip(table.tolist(), modes):
-            writer.writerow([repr(x) for x in row] + [mode])
+        columns[key] = labels if len(labels) == width else [str(i) for i in range(width)]
+    stream = TimeseriesStream(path)
+    try:
+        stream.begin(columns)
+        stream.write(series)
+    finally:
+        stream.close()
     return path
 
 
 def write_summary_json(result, path: Path) -> Path:
-    """``summary.json`` (see the module docstring)."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(json_safe(result.summary), f, indent=2, allow_nan=False)
-        f.write("\n")
+    """``summary.json`` (see the module docstring). Written to a temporary file first and then
+    renamed, so that a run stopped while writing it never leaves half a summary."""
+    tmp = path.with_name(path.name + ".part")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(json_safe(result.summary), f, indent=2, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return path
 
 
@@ -459,17 +458,18 @@ def write_mcap(result, path: Path) -> Path:
     return path
 
 
-def write_outputs(result, out_dir, *, mcap: bool = True) -> dict[str, Path]:
+def write_outputs(result, out_dir, *, mcap: bool = True, timeseries: bool = True) -> dict[str, Path]:
     """Write the files of ``result`` into ``out_dir`` (created if missing).
 
     Returns {"timeseries": csv path, "summary": json path[, "mcap": mcap path]}; ``mcap`` is
     present only if it was written (``mcap=True`` and the ``mcap`` / ``mcap_ros2`` modules
-    importable; otherwise an info line is logged).
+    importable; otherwise an info line is logged). ``timeseries=False``: the CSV was streamed
+    during the run (:mod:`freeflyer_control.sim.stream`) and is not written again.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
-        "timeseries": write_timeseries_csv(result, out / TIMESERIES_CSV),
+        "timeseries": write_timeseries_csv(result, out / TIMESERIES_CSV) if timeseries else out / TIMESERIES_CSV,
         "summary": write_summary_json(result, out / SUMMARY_JSON),
     }
     if mcap:

@@ -39,6 +39,22 @@ DPI = 110
 COM_MIN_HALF_RANGE_M = 1e-3
 # The same for momentum plots (kg m/s, kg m^2/s): numerical noise is not blown up to fill the axes.
 MOMENTUM_MIN_HALF_RANGE = 1e-9
+# Every file write_plots may write (the module docstring's table).
+PLOT_FILES = ("joint_rates.png", "joint_angles.png", "momentum.png", "system_com.png",
+              "ee_tracking.png", "singularity.png")
+
+
+def matplotlib_missing() -> str | None:
+    """None if matplotlib can be imported (plots can be written), else why not.
+
+    Asked before a run, so that a missing plotting library is said up front, not after the
+    simulation; importing the package (not pyplot) is cheap and is what a missing install fails on.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,9 +14,11 @@ from typing import Callable, Sequence
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.loop import ControlLoop
+from freeflyer_control.control.effort import ControlEffort
+from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, schedule_problem
+from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.modes import Mode
@@ -28,10 +30,11 @@ from freeflyer_control.physics.state import (
     base_twist_world,
     joint_positions,
     make_state,
-    rotation_from_xyzw,
 )
 from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.limits import run_size_problem
+from freeflyer_control.sim.metrics import run_metrics
+from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 
 @dataclass
@@ -110,12 +113,14 @@ class SimResult:
 
 
 class Recorder:
-    """Samples the closed loop into named time series."""
+    """Samples the closed loop into named time series, and into ``stream`` (timeseries.csv as
+    the run goes) if one is given."""
 
-    def __init__(self, ff: FreeFlyerModel):
+    def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None):
         self.ff = ff
         self.data = ff.create_data()
         self.rows: dict[str, list[np.ndarray]] = {}
+        self.stream = stream
         xyz = ["x", "y", "z"]
         arm = list(ff.arm_joint_names)
         self.columns = {
@@ -141,8 +146,17 @@ class Recorder:
         }
         for group in ("total", "base", "arm"):
             self.columns[f"momentum_{group}"] = ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+        if stream is not None:
+            stream.begin(self.columns)
 
-    def record(self, t: float, state: State, info, actuation) -> None:
+    def record(self, t: float, state: State, info, actuation, mode: Mode | None = None) -> None:
+        """One sample of the plant ``state`` at ``t`` (s) and of the controller's tick ``info``.
+
+        ``info`` None (a controller that has not ticked yet, e.g. waiting for a testbed's
+        first measurements): its signals are NaN and ``mode`` is recorded as the mode in force.
+        """
+        if info is None:
+            info = _no_tick_info(self.ff, mode)
         ff, data = self.ff, self.data
         lin, ang = base_twist_world(ff, state)
         momenta = group_momenta(ff, data, state)  # also runs forward kinematics
@@ -178,11 +192,31 @@ class Recorder:
             "momentum_base": momenta["base"],
             "momentum_arm": momenta["arm"],
         }
-        for key, value in sample.items():
-            self.rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
+        self.extend({key: np.asarray(value, dtype=float).reshape(-1) for key, value in sample.items()})
+
+    def extend(self, samples: dict[str, np.ndarray]) -> None:
+        """Add one sample (arrays of shape (k,)) or a block of them ((n, k)) of every series."""
+        for key, value in samples.items():
+            self.rows.setdefault(key, []).append(value)
+        if self.stream is not None:
+            self.stream.write(samples)
 
     def series(self) -> dict[str, np.ndarray]:
-        return {k: np.vstack(v) if v and v[0].size else np.zeros((len(v), 0)) for k, v in self.rows.items()}
+        """Every series as an (n, k) array, n = samples so far (0 before the first)."""
+        return {key: np.vstack(self.rows[key]) if self.rows.get(key) else np.zeros((0, len(cols)))
+                for key, cols in self.columns.items()}
+
+
+def _no_tick_info(ff: FreeFlyerModel, mode: Mode | str | None) -> TickInfo:
+    """Tick info whose every signal is NaN, in ``mode`` (default floating): what the Recorder
+    writes for a controller that has not ticked."""
+    arm, nan = len(ff.arm_joint_names), np.nan
+    return TickInfo(
+        mode=Mode.parse(mode or Mode.FLOATING),
+        blend=nan,
+        effort=ControlEffort(np.full(arm, nan), np.full(len(ff.wheel_joint_names), nan), np.full(ff.nb, nan)),
+        joint_reference=JointReference(np.full(arm, nan), np.full(arm, nan), np.full(arm, nan)),
+        tasks=(), resolved_rate=None, allocation_residual=np.full(6, nan))
 
 
 def initial_state(ff: FreeFlyerModel, config: SimConfig, maneuver) -> State:
@@ -201,16 +235,20 @@ def initial_state(ff: FreeFlyerModel, config: SimConfig, maneuver) -> State:
 
 
 def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None,
-                   *, fast: bool | None = None) -> SimResult:
+                   *, fast: bool | None = None, stream: TimeseriesStream | None = None) -> SimResult:
     """Run ``config`` to the end; ``progress(t, duration)`` is called now and then.
 
     ``fast``: None takes the compiled path (:mod:`freeflyer_control.sim.fast`, same results to
     round-off) when numba is installed and the configuration is covered; False forces the
     Python path; True requires the compiled path and says why it cannot be used.
+
+    ``stream``: receives every sample as it is recorded (:mod:`freeflyer_control.sim.stream`);
+    if the run stops early (Ctrl-C, an exception), ``stream.partial`` holds what was recorded
+    and the exception goes on.
     """
     config.validate()
     if fast is not False:
-        result = _try_fast(config, progress, required=bool(fast))
+        result = _try_fast(config, progress, required=bool(fast), stream=stream)
         if result is not None:
             return result
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
@@ -227,45 +265,66 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     plant = Plant(ff, state, dt / substeps)
-    recorder = Recorder(ff)
+    recorder = Recorder(ff, stream)
     n_ticks = int(round(duration * config.rate))
     log_every = max(1, int(round(config.rate / config.log_rate)))
 
     wall0 = time.perf_counter()
     last_progress = wall0
     info = actuation = diverged = None
-    for k in range(n_ticks + 1):
-        t = k * dt
-        while schedule and schedule[0][0] <= t + 1e-12:
-            t_s, m = schedule.pop(0)
-            loop.request_mode(m, t, f"schedule at {t_s:g} s")
-        actuation, info = loop.tick(t, plant.state, dt)
-        if k % log_every == 0 or k == n_ticks:
-            recorder.record(t, plant.state, info, actuation)
-        if k == n_ticks:
-            break
-        try:
-            for _ in range(substeps):
-                plant.step(actuation)
-        except PlantDiverged as exc:  # the run ends here; the summary says why
-            diverged = exc.reason
-            break
-        if progress is not None and time.perf_counter() - last_progress > 0.5:
-            last_progress = time.perf_counter()
-            progress(t, duration)
+    t_reached = 0.0
+
+    def partial(exc: BaseException) -> SimResult:
+        return stopped_result(ff, config, recorder, loop, exc, duration=duration, t_reached=t_reached,
+                              wall=time.perf_counter() - wall0, engine="python")
+
+    with keeps_partial(stream, partial):
+        for k in range(n_ticks + 1):
+            t = k * dt
+            while schedule and schedule[0][0] <= t + 1e-12:
+                t_s, m = schedule.pop(0)
+                loop.request_mode(m, t, f"schedule at {t_s:g} s")
+            actuation, info = loop.tick(t, plant.state, dt)
+            if k % log_every == 0 or k == n_ticks:
+                recorder.record(t, plant.state, info, actuation)
+            if k == n_ticks:
+                break
+            try:
+                for _ in range(substeps):
+                    plant.step(actuation)
+            except PlantDiverged as exc:  # the run ends here; the summary says why
+                diverged = exc.reason
+                break
+            t_reached = t + dt
+            if progress is not None and time.perf_counter() - last_progress > 0.5:
+                last_progress = time.perf_counter()
+                progress(t, duration)
     wall = time.perf_counter() - wall0
+    if diverged is None:
+        t_reached = duration
     if progress is not None:
-        progress(duration, duration)
+        progress(t_reached, duration)
 
     series = recorder.series()
     result = SimResult(ff, config, series, recorder.columns)
-    result.summary = summarize(result, loop, duration, wall)
+    result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "python"
     result.summary["plant_diverged"] = diverged
     return result
 
 
-def _try_fast(config: SimConfig, progress, required: bool) -> SimResult | None:
+def stopped_result(ff: FreeFlyerModel, config: SimConfig, recorder: Recorder, loop: ControlLoop | None,
+                   exc: BaseException, *, duration: float, t_reached: float, wall: float,
+                   engine: str) -> SimResult:
+    """What a run that ``exc`` stopped at simulated time ``t_reached`` (s) recorded, with its
+    summary (:func:`summarize` of the samples so far, plus :func:`stop_fields`)."""
+    result = SimResult(ff, config, recorder.series(), recorder.columns)
+    result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
+    result.summary.update(stop_fields(exc, t_reached), engine=engine)
+    return result
+
+
+def _try_fast(config: SimConfig, progress, required: bool, stream=None) -> SimResult | None:
     from freeflyer_control.sim import fast as fast_path
 
     if not fast_path.available():
@@ -278,7 +337,7 @@ def _try_fast(config: SimConfig, progress, required: bool) -> SimResult | None:
     reason = not_covered(config)
     if reason is None:
         try:
-            return run_fast(config, progress)
+            return run_fast(config, progress, stream=stream)
         except NotCovered as exc:  # a joint type the kernels do not implement
             reason = str(exc)
     if required:
@@ -286,46 +345,47 @@ def _try_fast(config: SimConfig, progress, required: bool) -> SimResult | None:
     return None
 
 
-def summarize(result: SimResult, loop: ControlLoop, duration: float, wall: float) -> dict:
-    """The figures a run is judged by (summary.json)."""
-    s = result.series
+def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall: float, *,
+              t_reached: float | None = None) -> dict:
+    """The figures a run is judged by (summary.json).
+
+    ``duration``: the run's planned length, s; ``t_reached``: the simulated time it reached
+    (default: all of it); ``wall``: s it took. ``loop`` None (a run stopped before its control
+    loop could be asked): the final mode is the last one recorded, and the base actuation and
+    the mode switches are not available. A figure whose signals are missing is None, and
+    ``not_available`` says why (:func:`~freeflyer_control.sim.metrics.run_metrics`).
+    """
     ff = result.robot
-    h = s["momentum_total"]
-    com = s["com"]
-    quats = s["base_orientation_xyzw"]
-    R0 = rotation_from_xyzw(quats[0])
-    attitude = [np.linalg.norm(pin.log3(R0.T @ rotation_from_xyzw(qq))) for qq in quats]
-    task_space = loop.maneuver.task_space
-    if task_space:
-        err = np.linalg.norm((s["ee_positions"] - s["ee_targets"]).reshape(len(s["t"]), -1, 3), axis=2)
-        err = err.max(axis=1)
-        units = "m (end-effector position)"
+    t_reached = duration if t_reached is None else t_reached
+    if loop is not None:
+        final_mode, maneuver = loop.mode.value, loop.maneuver
+        base_actuation = loop.mapper.base_actuation
+        switches = [m.as_dict() for m in loop.switcher.history]
     else:
-        arm = ff.arm_v_indices - ff.nb
-        err = np.linalg.norm(s["arm_reference"] - s["joint_positions"][:, arm], axis=1)
-        units = "rad (arm joint positions)"
+        recorded = result.series.get("mode", np.zeros((0, 1)))
+        final_mode = list(Mode)[int(recorded[-1, 0])].value if len(recorded) else None
+        maneuver, base_actuation, switches = make_maneuver(result.config.maneuver), None, None
+    metrics = run_metrics(ff, result.series, maneuver.task_space)
+    not_available = metrics.pop("not_available")
+    if loop is None:
+        not_available["mode_switches"] = not_available["base_actuation"] = \
+            "not collected: the run stopped early"
     return {
         "robot": ff.name,
         "mode": initial_mode(result.config.mode, result.config.mode_schedule)[0],
-        "final_mode": loop.mode.value,
+        "final_mode": final_mode,
         "controller": result.config.controller,
-        "maneuver": loop.maneuver.name,
+        "maneuver": maneuver.name,
         "duration_s": duration,
         "rate_hz": result.config.rate,
-        "base_actuation": loop.mapper.base_actuation,
+        "base_actuation": base_actuation,
         "mass_error": result.config.mass_error,
-        "max_abs_linear_momentum": float(np.abs(h[:, :3]).max()),
-        "max_abs_angular_momentum": float(np.abs(h[:, 3:]).max()),
-        "com_drift_m": float(np.linalg.norm(com - com[0], axis=1).max()),
-        "base_attitude_change_rad": float(max(attitude)),
-        "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
-        "rms_tracking_error": float(np.sqrt(np.mean(err**2))),
-        "max_tracking_error": float(err.max()),
-        "final_tracking_error": float(err[-1]),
-        "tracking_error_units": units,
-        "max_abs_arm_torque_nm": float(np.abs(s["arm_torques"]).max()) if s["arm_torques"].size else 0.0,
-        "min_sigma": float(np.nanmin(s["sigma_min"])) if task_space else None,
-        "real_time_factor": duration / wall if wall > 0 else float("inf"),
+        **metrics,
+        "real_time_factor": t_reached / wall if wall > 0 else float("inf"),
         "wall_time_s": wall,
-        "mode_switches": [m.as_dict() for m in loop.switcher.history],
+        "mode_switches": switches,
+        "interrupted": False,
+        "error": None,
+        "t_reached_s": t_reached,
+        "not_available": not_available,
     }

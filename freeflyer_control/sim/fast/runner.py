@@ -8,7 +8,7 @@ controller commands no base wrench, so the base actuation (thrusters / ideal) ne
 wheels are idle (zero torque); the arm torques are saturated to the effort limits as
 ``physics.actuators.saturate`` does. Logging is compiled too: the loop stores (q, v), the
 torques and the reference at the log rate, and the Recorder's series are computed from them
-(inside the timed region).
+after each compiled chunk of ticks (inside the timed region), and streamed if asked.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.sim.limits import run_size_problem
+from freeflyer_control.sim.stream import keeps_partial
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.momentum import world_momentum
 
@@ -59,13 +60,14 @@ def warm_up() -> float:
     return time.perf_counter() - t0
 
 
-def run_fast(config, progress: Callable[[float, float], None] | None = None):
-    """Same contract and result as ``run_simulation(config)`` for a covered config.
+def run_fast(config, progress: Callable[[float, float], None] | None = None, *, stream=None):
+    """Same contract and result as ``run_simulation(config, progress, stream=stream)`` for a
+    covered config.
 
     Raises:
         NotCovered: for a config or robot the compiled path does not implement.
     """
-    from freeflyer_control.sim.runner import Recorder, SimResult, initial_state, summarize
+    from freeflyer_control.sim.runner import Recorder, SimResult, initial_state, stopped_result, summarize
 
     config.validate()
     reason = not_covered(config)
@@ -88,7 +90,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
         raise ValueError(too_large)
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
-    recorder = Recorder(ff)  # for its column names
+    recorder = Recorder(ff, stream)
     mode = loop.mode
     n_ticks = round(duration * config.rate)
     log_every = max(1, round(config.rate / config.log_rate))
@@ -115,17 +117,26 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None):
     wall0 = time.perf_counter()
     last_progress = wall0
     k, row = 0, 0
-    while k <= n_ticks:
-        k_next = min(k + chunk, n_ticks + 1)
-        row += K.run_ticks(*args_static, k, k_next, n_ticks, q, v, mom, M, b, arm_tau[row:],
-                           ref_pos[row:], ref_vel[row:], log_every, log_q[row:], log_v[row:])
-        k = k_next
-        if progress is not None and time.perf_counter() - last_progress > 0.5:
-            last_progress = time.perf_counter()
-            progress(min(k * dt, duration), duration)
+
+    def partial(exc: BaseException):
+        return stopped_result(ff, config, recorder, loop, exc, duration=duration,
+                              t_reached=min(k, n_ticks) * dt, wall=time.perf_counter() - wall0,
+                              engine="compiled (numba)")
+
+    with keeps_partial(stream, partial):
+        while k <= n_ticks:
+            k_next = min(k + chunk, n_ticks + 1)
+            done = K.run_ticks(*args_static, k, k_next, n_ticks, q, v, mom, M, b, arm_tau[row:],
+                               ref_pos[row:], ref_vel[row:], log_every, log_q[row:], log_v[row:])
+            new = slice(row, row + done)
+            row, k = row + done, k_next
+            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, mode, log_q[new],
+                                    log_v[new], arm_tau[new], ref_pos[new], ref_vel[new]))
+            if progress is not None and time.perf_counter() - last_progress > 0.5:
+                last_progress = time.perf_counter()
+                progress(min(k * dt, duration), duration)
     assert row == rows, (row, rows)
-    series = _series(ff, kp_model, recorder.columns, logged * dt, mode, log_q, log_v, arm_tau,
-                     ref_pos, ref_vel)
+    series = recorder.series()
     wall = time.perf_counter() - wall0
     if progress is not None:
         progress(duration, duration)

@@ -1,0 +1,59 @@
+"""A ``freeflyer sim`` run that stops early: Ctrl-C (SIGINT) or an exception inside the run.
+
+Either way the run leaves its partial ``timeseries.csv`` (streamed as it went) and a
+``summary.json`` of what it recorded, marked ``"interrupted": true`` or with the ``"error"``
+and the simulated time reached (``t_reached_s``). Ctrl-C ends the command with exit status 130
+(128 + SIGINT, the shell's convention) and one line, no traceback; an exception goes on to the
+command line's usual handling (one line and exit status 2 for a bad input, a traceback for a
+bug) after a line saying where the partial outputs are.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from freeflyer_control.sim.output import SUMMARY_JSON, TIMESERIES_CSV, json_safe, write_summary_json
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+def interrupt_on_sigint() -> None:
+    """Make SIGINT raise KeyboardInterrupt in this process, even if it was started with SIGINT
+    ignored (a background job of a non-interactive shell is), so that ``kill -INT`` stops a run
+    the way Ctrl-C does."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_json: bool = False) -> int:
+    """Write the summary of the run ``exc`` stopped (``stream.partial``), say so on stderr and
+    return 130 for Ctrl-C; re-raise any other exception (after the same line).
+
+    ``progress``: the progress bar, whose line is ended first on a terminal.
+    """
+    if getattr(progress, "tty", False) and getattr(progress, "shown", False):
+        sys.stderr.write("\n")
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    result = stream.partial
+    if result is None:  # stopped before its loop (loading, compiling), or stopped again while stopping
+        if not interrupted:
+            raise exc
+        stream.close()
+        written = f"{TIMESERIES_CSV} ({stream.rows} rows) written, no summary" if stream.started else "no outputs written"
+        print(f"freeflyer sim: interrupted before the run could be summarised; {written}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    stream.close()  # every streamed row on disk before the summary that counts them
+    write_summary_json(result, out / SUMMARY_JSON)
+    s = result.summary
+    why = "interrupted" if interrupted else "stopped by an error"
+    print(f"freeflyer sim: {why} at t = {s['t_reached_s']:.2f} s of {s['duration_s']:g} s; partial outputs "
+          f"in {out.resolve()}/: {TIMESERIES_CSV} ({stream.rows} rows), {SUMMARY_JSON}", file=sys.stderr)
+    if not interrupted:
+        raise exc
+    if as_json:
+        print(json.dumps(json_safe(s), indent=2))
+    return EXIT_INTERRUPTED
