@@ -29,8 +29,8 @@ ENGINES = {
     "testbed": ["--via-testbed", "planar_4link"],
 }
 # Long enough that no engine finishes before the signal (the compiled one runs ~100x real time),
-# short enough that the compiled engine's log arrays, allocated up front, stay small.
-DURATION = "3000"
+# logged at 10 Hz so that it stays inside the run-size limit (sim.limits: 100 000 samples).
+DURATION, LOG_RATE = "3000", "10"
 # Generous: the compiled engine compiles its kernels on a first run (tens of seconds), and the
 # test machines are shared.
 START_TIMEOUT_S = 240.0
@@ -52,7 +52,7 @@ def start_sim(out: Path, engine: str, sigint) -> subprocess.Popen:
     if engine == "compiled":
         pytest.importorskip("numba", reason="the compiled engine needs numba (the 'fast' extra)")
     argv = [sys.executable, "-m", "freeflyer_control.cli.main", "sim", "--duration", DURATION,
-            "--no-plots", "--out", str(out), *ENGINES[engine]]
+            "--log-rate", LOG_RATE, "--no-plots", "--out", str(out), *ENGINES[engine]]
     return subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
@@ -155,7 +155,8 @@ def test_a_crash_inside_the_run_leaves_the_partial_timeseries_and_a_summary_with
     owner, name, after = crash_point(engine)
     crash_on_call(monkeypatch, owner, name, after)
     with pytest.raises(Boom):  # a bug keeps its traceback (main does not hide it)
-        main(["sim", "--duration", DURATION, "--no-plots", "--out", str(tmp_path), *ENGINES[engine]])
+        main(["sim", "--duration", DURATION, "--log-rate", LOG_RATE, "--no-plots", "--out", str(tmp_path),
+              *ENGINES[engine]])
     err = capsys.readouterr().err
     assert "freeflyer sim: stopped by an error at t = " in err and "partial outputs in" in err
     summary = assert_usable_partial_outputs(tmp_path, interrupted=False)
