@@ -18,15 +18,17 @@ from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.sim.runner import Recorder, SimConfig, SimResult, initial_state, summarize
 
 from .config import load_testbed_config
-from .emulator import Fault
+from .emulator import EmulatorSettings, Fault
 from .runner import Event, run_hil
 
 
 def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] = (),
                     events: Sequence[Event] = (),
-                    progress: Callable[[float, float], None] | None = None) -> SimResult:
+                    progress: Callable[[float, float], None] | None = None,
+                    settings: EmulatorSettings | None = None, seed: int = 0) -> SimResult:
     """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
-    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets);
+    ``faults`` injected by the emulator and operator ``events``; ``settings`` replace the config's
+    emulator section and ``seed`` seeds the emulator's noise and dropouts (e-stops, resets);
     ``progress(t, duration)`` is called after every controller tick (it throttles itself, as
     :class:`freeflyer_control.sim.progress.ProgressBar` does).
 
@@ -61,7 +63,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
             progress(t, duration)
 
     run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                  faults=faults, on_control=record)
+                  faults=faults, settings=settings, seed=seed, on_control=record)
     if progress is not None:
         progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)
