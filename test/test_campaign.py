@@ -154,6 +154,7 @@ def test_wilson_interval_matches_the_textbook_value():
     assert (round(lo, 4), round(hi, 4)) == (0.4902, 0.9433)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 def test_a_run_that_raises_is_recorded_as_failed_with_its_error():
     # A base spun at 1e50 rad/s overflows the dynamics: the actuators refuse the NaN torques.
     spec = spec_of(dispersions={"initial_base_rate": {"choice": [0.0, 1e50]}})
