@@ -11,7 +11,9 @@ Runs per minute are counted from the first submitted task to the last result; th
 and the workers' preparation (parsing the spec, loading the robot: a few seconds, paid once per
 campaign) are shown apart. The overhead per run is what the
 workers did not spend flying runs: (wall time x workers - sum of the runs' own times) / runs,
-shown as a share of a run; it includes the tail where one worker finishes before the other.
+shown as a share of a run; it includes the tail where one worker finishes before the other
+(and, on a shared machine, a worker that gets less CPU than the other). The scheduler's own cost
+is measured apart with empty tasks.
 
     PYTHONPATH=. python bench/bench_campaign.py [--runs 12] [--quick]
 """
@@ -53,6 +55,28 @@ def measure(raw: dict, workers: int):
     return outcome.flown / outcome.wall_s * 60, per_run, overhead, outcome.tasks, outcome.startup_s
 
 
+def _noop(x):
+    return x
+
+
+def scheduling_cost(workers: int = 2, tasks: int = 400) -> float:
+    """Seconds of pool time per task for tasks that do nothing: the scheduler's own cost, which
+    a batch of b runs pays once (so b times less per run)."""
+    import time
+
+    from freeflyer_control.campaign.engine import connect
+
+    client, cluster = connect(None, workers)
+    try:
+        client.gather(client.map(_noop, range(20), pure=False))  # warm the connections
+        t0 = time.perf_counter()
+        client.gather(client.map(_noop, range(tasks), pure=False))
+        return (time.perf_counter() - t0) * workers / tasks
+    finally:
+        client.close()
+        cluster.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=12, help="runs per campaign (default 12)")
@@ -72,6 +96,9 @@ def main() -> None:
             print(f"| {name} | {workers} | {raw['runs']} | {tasks} | {startup:.1f} | {rate:.1f} | {rate / base:.2f}x | "
                   f"{per_run:.2f} | {overhead * 1000:.0f} ms ({100 * overhead / per_run:.1f} %) |", flush=True)
     print()
+    cost = scheduling_cost()
+    print(f"scheduling cost of an empty task on 2 local workers: {cost * 1000:.1f} ms of pool time "
+          "(a batch of b runs pays it once)")
     print(load_during(before, cpu_times()))
     for fact in machine_facts():
         print(fact)

@@ -120,7 +120,12 @@ def load_spec(path: str | Path) -> CampaignSpec:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ValueError(f"{path}: not valid YAML{where}; check the indentation and colons") from None
-    return parse_spec(raw, str(path))
+    try:
+        return parse_spec(raw, str(path))
+    except ValueError as exc:  # name the file the user gave rather than "campaign spec"
+        message = str(exc)
+        prefix = "campaign spec: "
+        raise ValueError(f"{path}: {message[len(prefix):]}" if message.startswith(prefix) else message) from None
 
 
 def parse_spec(raw, source: str = "spec") -> CampaignSpec:
