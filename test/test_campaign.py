@@ -240,3 +240,23 @@ def test_bad_specs_are_refused_in_one_line_before_anything_runs(tmp_path, capsys
 def test_a_scheduler_address_without_a_scheme_is_refused(tmp_path, capsys):
     err = refusal(tmp_path, capsys, BASE, "--scheduler", "127.0.0.1:8786")
     assert "give the address as tcp://HOST:PORT" in err
+
+
+def test_the_progress_bar_shows_runs_failures_and_time_left():
+    from freeflyer_control.campaign.engine import CampaignProgress
+
+    stream = io.StringIO()  # not a terminal: one line per update
+    bar = CampaignProgress(stream, width=10)
+    bar(5, 20, 1, 150.0)
+    bar(20, 20, 2, 0.0)
+    assert stream.getvalue().splitlines() == ["[###.......] 5/20 runs, 1 failed, about 2.5 min left",
+                                              "[##########] 20/20 runs, 2 failed"]
+
+
+def test_runs_are_batched_about_four_tasks_per_worker_unless_the_spec_says():
+    from freeflyer_control.campaign.engine import batch_size
+
+    assert batch_size(spec_of(), 200, 2) == 25
+    assert batch_size(spec_of(), 16, 2) == 2
+    assert batch_size(spec_of(), 3, 8) == 1
+    assert batch_size(spec_of(batch=7), 200, 2) == 7

@@ -41,9 +41,6 @@ class Distribution:
             return (self.lo, self.hi)
         return tuple(self.args)
 
-    def numeric(self) -> bool:
-        return all(_is_number(v) for v in self.support())
-
     def draw(self, rng: np.random.Generator, n: int | None = None):
         """One value (``n`` None) or ``n`` independent values."""
         count = 1 if n is None else n

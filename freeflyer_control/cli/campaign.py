@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 from pathlib import Path
 
@@ -85,7 +84,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"  worst run {run_id}: {replay_command(args.spec, run_id, f'run_{run_id}')}")
     print(f"wrote {len(files)} files and {len(worst)} worst-run folders to {out.resolve()}/")
     return 0 if not outcome.lost else 1
-
-
-def cpu_count() -> int:
-    return os.cpu_count() or 1

@@ -27,8 +27,8 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
                     progress: Callable[[float, float], None] | None = None,
                     settings: EmulatorSettings | None = None, seed: int = 0) -> SimResult:
     """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
-    ``faults`` injected by the emulator and operator ``events``; ``settings`` replace the config's
-    emulator section and ``seed`` seeds the emulator's noise and dropouts (e-stops, resets);
+    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets); ``settings``
+    replace the config's emulator section and ``seed`` seeds the emulator's noise and dropouts;
     ``progress(t, duration)`` is called after every controller tick (it throttles itself, as
     :class:`freeflyer_control.sim.progress.ProgressBar` does).
 
