@@ -247,9 +247,9 @@ def test_the_progress_bar_shows_runs_failures_and_time_left():
 
     stream = io.StringIO()  # not a terminal: one line per update
     bar = CampaignProgress(stream, width=10)
-    bar(5, 20, 1, 150.0)
+    bar(6, 20, 1, 150.0)
     bar(20, 20, 2, 0.0)
-    assert stream.getvalue().splitlines() == ["[###.......] 5/20 runs, 1 failed, about 2.5 min left",
+    assert stream.getvalue().splitlines() == ["[###.......] 6/20 runs, 1 failed, about 2.5 min left",
                                               "[##########] 20/20 runs, 2 failed"]
 
 
