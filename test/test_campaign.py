@@ -260,3 +260,13 @@ def test_runs_are_batched_about_four_tasks_per_worker_unless_the_spec_says():
     assert batch_size(spec_of(), 16, 2) == 2
     assert batch_size(spec_of(), 3, 8) == 1
     assert batch_size(spec_of(batch=7), 200, 2) == 7
+
+
+def test_a_campaign_without_dask_installed_is_refused_naming_the_extra(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real(name, *a))
+    err = refusal(tmp_path, capsys, BASE)
+    assert err == ("freeflyer campaign: error: campaigns run on Dask distributed, which is not installed: "
+                   "pip install 'freeflyer_control[campaign]'\n")

@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR",
                    help="results folder; re-running with the same DIR continues an interrupted campaign")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=WORKERS, help="local worker processes (default: the CPU count)")
+    where.add_argument("--workers", type=WORKERS, metavar="N", help="local worker processes (default: the CPU count)")
     where.add_argument("--scheduler", metavar="tcp://HOST:8786", help="a running Dask scheduler to send the runs to")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots and the worst runs' plots")
     p.set_defaults(run=run, validate=validate)
@@ -25,9 +25,15 @@ WORKERS = Whole(1, 4096, what="worker processes")
 
 
 def validate(args: argparse.Namespace) -> None:
-    """The spec is read and checked in full (nothing runs), and the scheduler address's form."""
+    """The spec is read and checked in full (nothing runs), the scheduler address's form, and
+    that the engine is installed."""
+    import importlib.util
+
     from freeflyer_control.campaign.spec import load_spec
 
+    if importlib.util.find_spec("distributed") is None:
+        raise UsageError("campaigns run on Dask distributed, which is not installed: "
+                         "pip install 'freeflyer_control[campaign]'")
     if args.scheduler is not None and "://" not in args.scheduler:
         raise UsageError(f"--scheduler {args.scheduler!r}: give the address as tcp://HOST:PORT (the scheduler "
                          "prints it at start, port 8786 by default)")
