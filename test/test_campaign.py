@@ -253,13 +253,14 @@ def test_the_progress_bar_shows_runs_failures_and_time_left():
                                               "[##########] 20/20 runs, 2 failed"]
 
 
-def test_runs_are_batched_about_four_tasks_per_worker_unless_the_spec_says():
-    from freeflyer_control.campaign.engine import batch_size
+def test_tasks_shrink_to_single_runs_towards_the_end_unless_the_spec_fixes_the_batch():
+    from freeflyer_control.campaign.engine import split
 
-    assert batch_size(spec_of(), 200, 2) == 25
-    assert batch_size(spec_of(), 16, 2) == 2
-    assert batch_size(spec_of(), 3, 8) == 1
-    assert batch_size(spec_of(batch=7), 200, 2) == 7
+    tasks = split(spec_of(), list(range(16)), 2)
+    assert [len(t) for t in tasks] == [2, 2, 2, 2] + [1] * 8
+    assert sum(tasks, []) == list(range(16))
+    assert max(len(t) for t in split(spec_of(), list(range(1000)), 2)) == 25
+    assert [len(t) for t in split(spec_of(batch=7), list(range(16)), 2)] == [7, 7, 2]
 
 
 def test_a_campaign_without_dask_installed_is_refused_naming_the_extra(tmp_path, capsys, monkeypatch):

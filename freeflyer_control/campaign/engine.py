@@ -1,7 +1,7 @@
 """Running a campaign on Dask ``distributed``: a local process pool by default, a cluster on request.
 
 Both go through one path: a ``Client`` on a ``LocalCluster(processes=True)`` (``--workers N``)
-or on the scheduler at ``--scheduler``. Runs are sent in batches (one task flies several runs)
+or on the scheduler at ``--scheduler``. Runs are sent in batches (one task flies several runs; :func:`split`)
 so that the scheduler's per-task cost stays small next to the simulation; the client alone
 writes the journal as batches finish. A worker lost mid-task has its task redone by Dask
 elsewhere; the journal keeps the first row of each run, so nothing is counted twice.
@@ -90,12 +90,18 @@ def connect(scheduler: str | None, workers: int):
     return Client(cluster), cluster
 
 
-def batch_size(spec: CampaignSpec, pending: int, workers: int) -> int:
-    """Runs per task: the spec's ``batch``, else about four tasks per worker (load balance
-    and losing little when a worker dies), at most 25 runs."""
+def split(spec: CampaignSpec, pending: list[int], workers: int) -> list[list[int]]:
+    """The tasks: the spec's ``batch`` runs each, else guided self-scheduling -- each task takes
+    a quarter of a worker's share of the runs still unassigned (at most 25), so tasks shrink to
+    one run towards the end and no worker waits long for another's last task."""
     if spec.batch:
-        return spec.batch
-    return max(1, min(25, math.ceil(pending / (4 * max(workers, 1)))))
+        return [pending[k:k + spec.batch] for k in range(0, len(pending), spec.batch)]
+    tasks, k = [], 0
+    while k < len(pending):
+        size = max(1, min(25, math.ceil((len(pending) - k) / (4 * max(workers, 1)))))
+        tasks.append(pending[k:k + size])
+        k += size
+    return tasks
 
 
 def run_campaign(spec: CampaignSpec, journal: Journal, *, scheduler: str | None = None,
@@ -118,8 +124,7 @@ def run_campaign(spec: CampaignSpec, journal: Journal, *, scheduler: str | None 
         outcome.startup_s = time.perf_counter() - t_start
         n_workers = len(client.scheduler_info().get("workers", {})) or (workers or 1)
         outcome.workers = n_workers
-        size = batch_size(spec, len(pending), n_workers)
-        batches = [pending[k:k + size] for k in range(0, len(pending), size)]
+        batches = split(spec, pending, n_workers)  # submitted in order: Dask runs them first in, first out
         outcome.tasks = len(batches)
         t0 = time.perf_counter()
         futures = [client.submit(fly_batch_raw, spec.raw, digest, b, pure=False) for b in batches]
