@@ -271,3 +271,20 @@ def test_a_campaign_without_dask_installed_is_refused_naming_the_extra(tmp_path,
     err = refusal(tmp_path, capsys, BASE)
     assert err == ("freeflyer campaign: error: campaigns run on Dask distributed, which is not installed: "
                    "pip install 'freeflyer_control[campaign]'\n")
+
+
+@pytest.mark.parametrize("robot", ["planar_4link", "spatial_6link"])
+def test_initial_state_offsets_are_where_the_spec_puts_them_in_world(robot):
+    spec = spec_of(robot=robot, dispersions={"initial_base_yaw": 0.3, "initial_base_position": 0.1,
+                                             "initial_base_velocity": -0.05, "initial_base_rate": 0.2,
+                                             "initial_joint": 0.05})
+    s = simulate(spec, 0).series
+    axes = 2 if robot.startswith("planar") else 3
+    # First sample, t = 0: exact up to the quaternion's round-off.
+    assert s["base_orientation_xyzw"][0] == pytest.approx([0, 0, math.sin(0.15), math.cos(0.15)], abs=1e-12)
+    assert s["base_position"][0][:axes] == pytest.approx([0.1] * axes, abs=1e-12)
+    assert s["base_linear_velocity"][0][:axes] == pytest.approx([-0.05] * axes, abs=1e-12)
+    rate_axes = slice(2, 3) if axes == 2 else slice(0, 3)
+    assert s["base_angular_velocity"][0][rate_axes] == pytest.approx([0.2] * (3 if axes == 3 else 1), abs=1e-12)
+    arm = [spec.robot.joint_names.index(j) for j in spec.robot.arm_joint_names]
+    assert s["joint_positions"][0][arm] == pytest.approx([0.05] * len(arm), abs=1e-12)

@@ -180,3 +180,28 @@ def test_a_dask_scheduler_with_two_worker_processes_gives_the_same_rows_and_surv
     assert sorted(json.loads(line)["run"] for line in lines) == list(range(10))  # none lost, none twice
     assert result["outcome"].lost == []
     assert result["csv"] == long_reference
+
+
+def test_a_campaign_stopped_by_ctrl_c_resumes_where_it_stopped(tmp_path):
+    raw = {**RAW, "duration": 4.0, "runs": 10}
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "freeflyer_control.cli.main", "campaign", str(spec_path),
+                             "--out", str(out), "--workers", "1", "--no-plots"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    journal = out / "journal.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=60)
+    recorded = journal.read_text().count("\n")
+    assert proc.returncode == 130, stdout
+    assert 2 <= recorded < 10  # stopped in the middle
+    assert f"interrupted: {recorded} of 10 runs are recorded in {out}/; run the same command to continue" in stdout
+    resumed = io.StringIO()
+    with contextlib.redirect_stdout(resumed):
+        assert main(["campaign", str(spec_path), "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    assert f"resuming: {recorded} of 10 runs" in resumed.getvalue()
+    assert (out / "runs.csv").read_bytes() == reference_csv(parse_spec(raw), tmp_path / "reference")
