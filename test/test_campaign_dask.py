@@ -36,9 +36,9 @@ from freeflyer_control.cli.main import main  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
                                         "ignore:invalid value:RuntimeWarning")
 
-# Short runs; one run in about seven spins its base at 1e50 rad/s and raises (the actuators
-# refuse the NaN torques): the campaign must record it and go on.
-RAW = {"robot": "planar_4link", "maneuver": "wilde", "duration": 0.2, "runs": 8, "seed": 11,
+# Short runs; with this seed two runs of the eight spin their base at 1e50 rad/s and raise (the
+# actuators refuse the NaN torques): the campaign must record them and go on.
+RAW = {"robot": "planar_4link", "maneuver": "wilde", "duration": 0.2, "runs": 8, "seed": 19,
        "dispersions": {"mass_error": {"uniform": [-0.1, 0.1]}, "joint_noise": {"normal": [0, 0.001], "min": 0},
                        "initial_base_rate": {"choice": [0.0, 1e50], "p": [0.85, 0.15]}},
        "criteria": {"rms_tracking_error": {"max": 0.01}}}

@@ -4,9 +4,9 @@ Everything is checked by :func:`load_spec` before any run: unknown keys, values 
 ``freeflyer sim`` accepts, non-physical dispersion ranges, criteria on metrics that do not exist.
 
 Seeds. Run ``i`` draws from ``SeedSequence(seed, spawn_key=(i,))`` (what ``SeedSequence(seed).spawn``
-gives its i-th child), and each dispersion kind from its own grandchild, keyed by the kind's
-place in :data:`~.dispersions.KINDS`: a run's values depend only on (seed, i, its dispersions),
-never on the worker that flies it or on the other runs.
+gives its i-th child), and each dispersion kind from its own grandchild, keyed by a hash of the
+kind's name (:func:`stream_key`): a run's values depend only on (seed, i, its dispersions), never
+on the worker that flies it, on the other runs, or on the order of the kinds in the code.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ RUN_KEYS = {"robot", "base", "ee", "mode", "mode_schedule", "controller", "maneu
             "substeps", "base_actuation", "log_rate", "q0", "via_testbed", "faults"}
 CAMPAIGN_KEYS = {"runs", "seed", "dispersions", "criteria", "worst", "batch"}
 MAX_RUNS = 1_000_000
+
+
+def stream_key(name: str) -> int:
+    """The spawn key of the random stream called ``name`` in every run (32 bits of its sha256)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
 
 
 @dataclass
@@ -78,10 +83,9 @@ class CampaignSpec:
 
     def draw(self, run: int) -> dict:
         """Run ``run``'s dispersed values: kind -> value, or {item: value} for per-item kinds."""
-        order = list(KINDS)
         values = {}
         for name, dist in self.dispersions.items():
-            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(run, order.index(name))))
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(run, stream_key(name))))
             per = KINDS[name].per
             if per is None or per.endswith("_name"):
                 values[name] = dist.draw(rng)
@@ -92,7 +96,7 @@ class CampaignSpec:
 
     def run_seed(self, run: int) -> int:
         """The seed of run ``run``'s own noise (sensors, emulator), shown in runs.csv."""
-        return int(np.random.SeedSequence(self.seed, spawn_key=(run, len(KINDS))).generate_state(1)[0])
+        return int(np.random.SeedSequence(self.seed, spawn_key=(run, stream_key("run noise"))).generate_state(1)[0])
 
     def flat(self, values: dict) -> dict:
         """``values`` as columns (see :meth:`columns`)."""
