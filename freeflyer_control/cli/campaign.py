@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if outcome.lost:
         print(f"  {len(outcome.lost)} runs were lost with their workers; run the same command to fly them")
     for run_id in report.worst_runs(spec, rows, spec.worst)[:1]:
-        print(f"  worst run {run_id}: {replay_command(args.spec, run_id, f'run_{run_id}')}")
+        print(f"  worst run {run_id}, flown alone: {replay_command(args.spec, run_id, f'run_{run_id}')}")
+    print(f"  any run I alone: {replay_command(args.spec, 0, 'run_I').replace(' 0 ', ' I ')}")
     print(f"wrote {len(files)} files and {len(worst)} worst-run folders to {out.resolve()}/")
     return 0 if not outcome.lost else 1
