@@ -126,10 +126,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
         raise ValueError(f"{path}: not valid YAML{where}; check the indentation and colons") from None
     try:
         return parse_spec(raw, str(path))
-    except ValueError as exc:  # name the file the user gave rather than "campaign spec"
-        message = str(exc)
-        prefix = "campaign spec: "
-        raise ValueError(f"{path}: {message[len(prefix):]}" if message.startswith(prefix) else message) from None
+    except ValueError as exc:  # name the file the user gave, whatever layer refused
+        message = str(exc).removeprefix("campaign spec: ")
+        raise ValueError(message if message.startswith(f"{path}: ") else f"{path}: {message}") from None
 
 
 def parse_spec(raw, source: str = "spec") -> CampaignSpec:
