@@ -17,6 +17,7 @@ from freeflyer_control.campaign.journal import Journal
 from freeflyer_control.campaign.spec import METRICS, TESTBED_METRICS, parse_spec
 from freeflyer_control.campaign.worker import fly, run_config, simulate
 from freeflyer_control.cli.main import main, parse
+from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.perturbation import Perturbation
 from freeflyer_control.sim.runner import SimConfig, run_simulation
 
@@ -288,3 +289,17 @@ def test_initial_state_offsets_are_where_the_spec_puts_them_in_world(robot):
     assert s["base_angular_velocity"][0][rate_axes] == pytest.approx([0.2] * (3 if axes == 3 else 1), abs=1e-12)
     arm = [spec.robot.joint_names.index(j) for j in spec.robot.arm_joint_names]
     assert s["joint_positions"][0][arm] == pytest.approx([0.05] * len(arm), abs=1e-12)
+
+
+def test_latency_shows_the_newest_state_at_least_that_old():
+    from freeflyer_control.campaign.dispersions import Sensor
+    from conftest import robot
+
+    ff = robot("planar_4link")
+    sensor = Sensor(ff, None, 0.006, 0.0, 0.0, 0.0)  # no noise: no random numbers drawn
+    seen = []
+    for k in range(5):  # control period 4 ms; the state's x-velocity carries its time stamp
+        state = make_state(ff, base_linear_velocity=(k * 0.004, 0.0, 0.0))
+        seen.append(sensor(k * 0.004, state).v[0])
+    # at 0 and 4 ms nothing is 6 ms old yet: the first state; then the newest at least 6 ms old.
+    assert seen == pytest.approx([0.0, 0.0, 0.0, 0.004, 0.008], abs=1e-15)

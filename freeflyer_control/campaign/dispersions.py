@@ -228,7 +228,8 @@ class RunPerturbation(Perturbation):
 
 
 class Sensor:
-    """Measurement model of the pure simulation: the state ``latency`` s old, its configuration
+    """Measurement model of the pure simulation: the newest state at least ``latency`` s old
+    (so the latency rounded up to whole control periods; the first state until then), its configuration
     moved by Gaussian noise in the tangent space (base translation in m and rotation in rad in
     base_link axes, joint angles in rad; velocities exact)."""
 
