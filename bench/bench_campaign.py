@@ -13,7 +13,8 @@ campaign) are shown apart. The overhead per run is what the
 workers did not spend flying runs: (wall time x workers - sum of the runs' own times) / runs,
 shown as a share of a run; it includes the tail where one worker finishes before the other
 (and, on a shared machine, a worker that gets less CPU than the other). The scheduler's own cost
-is measured apart with empty tasks.
+is measured apart with empty tasks. "CPU s per run" is the CPU time a run got: when it stays
+the same from 1 to 2 workers while "s per run" grows, the runs waited for CPUs other jobs held.
 
     PYTHONPATH=. python bench/bench_campaign.py [--runs 12] [--quick]
 """
@@ -52,7 +53,8 @@ def measure(raw: dict, workers: int):
         journal.close()
     per_run = outcome.compute_s / outcome.flown
     overhead = (outcome.wall_s * outcome.workers - outcome.compute_s) / outcome.flown
-    return outcome.flown / outcome.wall_s * 60, per_run, overhead, outcome.tasks, outcome.startup_s
+    return (outcome.flown / outcome.wall_s * 60, per_run, overhead, outcome.tasks, outcome.startup_s,
+            outcome.cpu_s / outcome.flown)
 
 
 def _noop(x):
@@ -83,18 +85,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4 runs of a tenth of the duration")
     args = parser.parse_args()
     before = cpu_times()
-    print("| campaign | workers | runs | tasks | start-up s | runs/min | speed-up | s per run | overhead per run |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| campaign | workers | runs | tasks | start-up s | runs/min | speed-up | s per run | CPU s per run "
+          "| overhead per run |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, raw in CASES.items():
         raw = {**raw, "runs": 4 if args.quick else args.runs}
         if args.quick:
             raw["duration"] = raw["duration"] / 10
         base = None
         for workers in (1, 2):
-            rate, per_run, overhead, tasks, startup = measure(raw, workers)
+            rate, per_run, overhead, tasks, startup, cpu = measure(raw, workers)
             base = base or rate
             print(f"| {name} | {workers} | {raw['runs']} | {tasks} | {startup:.1f} | {rate:.1f} | {rate / base:.2f}x | "
-                  f"{per_run:.2f} | {overhead * 1000:.0f} ms ({100 * overhead / per_run:.1f} %) |", flush=True)
+                  f"{per_run:.2f} | {cpu:.2f} | {overhead * 1000:.0f} ms ({100 * overhead / per_run:.1f} %) |", flush=True)
     print()
     cost = scheduling_cost()
     print(f"scheduling cost of an empty task on 2 local workers: {cost * 1000:.1f} ms of pool time "

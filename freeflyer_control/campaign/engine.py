@@ -40,15 +40,16 @@ def _warm(raw: dict, digest: str) -> None:
 
 
 def fly_batch_raw(raw: dict, digest: str, runs: list[int]) -> list[dict]:
-    """The task a worker executes: rows of ``runs`` of the spec ``raw``, each with ``_wall_s``."""
+    """The task a worker executes: rows of ``runs`` of the spec ``raw``, each with its wall and
+    CPU seconds (``_wall_s``, ``_cpu_s``: the worker process's, which flies one run at a time)."""
     from .worker import fly
 
     spec = prepare(raw, digest)
     rows = []
     for run in runs:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         row = fly(spec, run)
-        row["_wall_s"] = time.perf_counter() - t0
+        row["_wall_s"], row["_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
         rows.append(row)
     return rows
 
@@ -57,10 +58,11 @@ def fly_batch_raw(raw: dict, digest: str, runs: list[int]) -> list[dict]:
 class Outcome:
     """What a campaign session did: runs flown now, time spent (``startup_s``: connecting or
     starting the pool and preparing the workers; ``wall_s``: from the first task sent to the last
-    result; ``compute_s``: the runs' own times), runs given up on."""
+    result; ``compute_s``: the runs' own times; ``cpu_s``: the CPU time they got), runs given up on."""
 
     flown: int = 0
     startup_s: float = 0.0
+    cpu_s: float = 0.0
     wall_s: float = 0.0
     compute_s: float = 0.0
     workers: int = 0
@@ -138,6 +140,7 @@ def run_campaign(spec: CampaignSpec, journal: Journal, *, scheduler: str | None 
                 continue
             for row in rows:
                 outcome.compute_s += row.pop("_wall_s", 0.0)
+                outcome.cpu_s += row.pop("_cpu_s", 0.0)
             outcome.flown += journal.record(rows)
             failed += sum(1 for r in rows if r.get("status") == "failed")
             if progress is not None:
