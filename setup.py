@@ -61,6 +61,8 @@ setup(
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
         # Optional: a compiled lockstep path for `freeflyer sim` (floating, computed torque).
         'fast': ['numba>=0.60'],
+        # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
+        'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',
@@ -71,6 +73,8 @@ setup(
             'mcap>=1.1',
             'mcap-ros2-support>=0.5',
             'numba>=0.60',
+            'dask[distributed]>=2024.1',
+            'pyarrow>=14',
         ],
     },
     zip_safe=True,

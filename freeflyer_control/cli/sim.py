@@ -78,6 +78,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --via-testbed: an e-stop at T s")
     p.add_argument("--reset-at", type=EVENT_TIME, action="append", default=[], metavar="T",
                    help="with --via-testbed: a reset of the testbed bridge at T s (refused while the cause persists)")
+    p.add_argument("--campaign", metavar="SPEC.yaml",
+                   help="replay one run of this campaign spec (with --run; the spec sets everything else)")
+    p.add_argument("--run", dest="campaign_run", type=Whole(0, None, what="run index"), metavar="I",
+                   help="with --campaign: the run")
     p.add_argument("--out", default="sim_out", help="output folder (default ./sim_out); created if missing")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the outputs of an earlier run in --out (refused without it)")
@@ -103,6 +107,8 @@ def validate(args: argparse.Namespace) -> None:
     (:mod:`freeflyer_control.sim.limits`). Warns about schedule entries the run never reaches."""
     from freeflyer_control.hil.emulator import parse_fault
 
+    if args.campaign is not None or args.campaign_run is not None:
+        return _validate_replay(args)
     if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed:
         raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
     if args.via_testbed and args.mass_error:
@@ -130,6 +136,17 @@ def validate(args: argparse.Namespace) -> None:
             if t >= duration:
                 warn("sim", f"{option} {t:g} is at or after the end of the run ({duration:g} s) and "
                             "never happens; give a longer --duration or drop it")
+
+
+def _validate_replay(args: argparse.Namespace) -> None:
+    from freeflyer_control.campaign.spec import load_spec
+
+    if args.campaign is None or args.campaign_run is None:
+        raise UsageError("--campaign SPEC.yaml and --run I go together (replay run I of the campaign)")
+    spec = load_spec(args.campaign)
+    if args.campaign_run >= spec.runs:
+        raise UsageError(f"--run {args.campaign_run}: the campaign has runs 0 .. {spec.runs - 1}")
+    args.campaign_spec = spec
 
 
 def _schedule(args: argparse.Namespace) -> list[tuple[float, str]]:
@@ -210,7 +227,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace, config: SimConfig, fast, stream, progress):
-    """The run: through the emulated testbed (--via-testbed), or plant and controller in lockstep."""
+    """The run: one run of a campaign (--campaign), through the emulated testbed (--via-testbed),
+    or plant and controller in lockstep."""
+    if args.campaign is not None:
+        from freeflyer_control.campaign.worker import simulate
+
+        return simulate(args.campaign_spec, args.campaign_run, progress=progress, stream=stream)
     if args.via_testbed:
         from freeflyer_control.hil.emulator import parse_fault
         from freeflyer_control.hil.runner import Event

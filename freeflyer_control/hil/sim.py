@@ -28,16 +28,18 @@ from freeflyer_control.sim.runner import (
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial
 
 from .config import load_testbed_config
-from .emulator import Fault
+from .emulator import EmulatorSettings, Fault
 from .runner import Event, run_hil
 
 
 def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] = (),
                     events: Sequence[Event] = (),
                     progress: Callable[[float, float], None] | None = None,
-                    stream: TimeseriesStream | None = None) -> SimResult:
+                    stream: TimeseriesStream | None = None,
+                    settings: EmulatorSettings | None = None, seed: int = 0) -> SimResult:
     """Run ``config`` through the testbed config ``testbed`` (a path or a bundled name), with
-    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets);
+    ``faults`` injected by the emulator and operator ``events`` (e-stops, resets); ``settings``
+    replace the config's emulator section and ``seed`` seeds the emulator's noise and dropouts;
     ``progress(t, duration)`` is called after every controller tick (it throttles itself, as
     :class:`freeflyer_control.sim.progress.ProgressBar` does).
 
@@ -88,7 +90,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     wall0 = time.perf_counter()
     with keeps_partial(stream, partial):
         run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                      faults=faults, on_control=record)
+                      faults=faults, settings=settings, seed=seed, on_control=record)
     if progress is not None:
         progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)

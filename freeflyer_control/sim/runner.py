@@ -35,6 +35,7 @@ from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.metrics import run_metrics
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
+from freeflyer_control.sim.perturbation import Perturbation
 
 
 @dataclass
@@ -53,6 +54,8 @@ class SimConfig:
     log_rate: samples per second in the time series.
     initial_joint_positions: joint -> rad; default: zeros for joint-space maneuvers (the arm
         stretched out, as in Wilde et al.), the robot's ready pose for end-effector ones.
+    perturbation: the robot as flown vs as designed (:mod:`freeflyer_control.sim.perturbation`);
+        None: none. Only the Python engine applies it.
     """
 
     robot: str = DEFAULT_ROBOT
@@ -70,6 +73,7 @@ class SimConfig:
     base_actuation: str = "thrusters"
     log_rate: float = 50.0
     initial_joint_positions: dict[str, float] | None = None
+    perturbation: Perturbation | None = None
 
     def validate(self) -> None:
         if not (np.isfinite(self.rate) and self.rate > 0):
@@ -231,7 +235,8 @@ def initial_state(ff: FreeFlyerModel, config: SimConfig, maneuver) -> State:
     if ff.base == "planar":
         lin[2] = 0.0
         ang[:2] = 0.0
-    return make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+    state = make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
+    return config.perturbation.initial_state(ff, state) if config.perturbation else state
 
 
 def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None,
@@ -253,6 +258,9 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
             return result
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
     model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
+    perturbation = config.perturbation or Perturbation()
+    model = perturbation.controller_model(model)
+    measure = perturbation.sensing(ff) or (lambda t, true_state: true_state)
     maneuver = make_maneuver(config.maneuver)
     mode, schedule = initial_mode(config.mode, config.mode_schedule)
 
@@ -264,7 +272,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     duration = float(config.duration or maneuver.duration)
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
-    plant = Plant(ff, state, dt / substeps)
+    plant = Plant(perturbation.plant_model(ff), state, dt / substeps)
     recorder = Recorder(ff, stream)
     n_ticks = int(round(duration * config.rate))
     log_every = max(1, int(round(config.rate / config.log_rate)))
@@ -284,14 +292,15 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
             while schedule and schedule[0][0] <= t + 1e-12:
                 t_s, m = schedule.pop(0)
                 loop.request_mode(m, t, f"schedule at {t_s:g} s")
-            actuation, info = loop.tick(t, plant.state, dt)
+            actuation, info = loop.tick(t, measure(t, plant.state), dt)
             if k % log_every == 0 or k == n_ticks:
                 recorder.record(t, plant.state, info, actuation)
             if k == n_ticks:
                 break
             try:
+                delivered = perturbation.actuation(ff, actuation)
                 for _ in range(substeps):
-                    plant.step(actuation)
+                    plant.step(delivered)
             except PlantDiverged as exc:  # the run ends here; the summary says why
                 diverged = exc.reason
                 break

@@ -42,6 +42,8 @@ def not_covered(config) -> str | None:
     """Why ``config`` (a SimConfig) cannot take the compiled path, or None if it can."""
     if config.mode_schedule:
         return "a mode schedule"
+    if getattr(config, "perturbation", None) is not None:
+        return "a perturbation (dispersed robot, sensors or actuators)"
     if Mode.parse(config.mode) is not Mode.FLOATING:
         return f"mode {config.mode} (only floating is compiled)"
     if config.controller != "computed_torque":

@@ -1,0 +1,255 @@
+"""Dispersion kinds: what a campaign may vary, its units, its physical range, and how a drawn
+value changes one run (:class:`RunPerturbation`, a :class:`~freeflyer_control.sim.perturbation.Perturbation`).
+
+Per-item kinds draw one independent value per body, thruster, joint or axis from the same
+distribution; their columns are ``kind[item]``. Sensor dispersions of the pure simulation act on
+the state the controller reads; through the emulated testbed (``via_testbed``) the emulator's own
+settings are dispersed instead (``capture_*``, ``encoder_*``, ``valve_delay``, ``command_latency``)
+and ``fault`` picks an injected fault.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.physics.state import State, base_rotation
+from freeflyer_control.sim.perturbation import Perturbation
+
+
+@dataclass(frozen=True)
+class Kind:
+    """name: spec key. unit: of a drawn value. per: None (one value) or body, com, thruster,
+    arm_joint, base_axis, rate_axis (one value per item), wheel_name / thruster_name (a choice
+    of 'none' or a name). check: physical range (relative, nonnegative, probability, angle,
+    finite). where: sim (pure simulation only), testbed (via_testbed only) or both."""
+
+    name: str
+    unit: str
+    per: str | None
+    check: str
+    where: str
+    help: str
+
+
+KINDS = {k.name: k for k in (
+    Kind("mass_error", "relative", "body", "relative", "sim",
+         "controller model: each body's mass and rotational inertia times (1 + e)"),
+    Kind("inertia_error", "relative", "body", "relative", "sim",
+         "controller model: each body's rotational inertia about its CoM times (1 + e)"),
+    Kind("com_error", "m", "com", "finite", "sim",
+         "controller model: each body's CoM moved by e along x, y, z of its joint frame"),
+    Kind("joint_noise", "rad", None, "nonnegative", "sim", "encoder noise std on every joint position"),
+    Kind("base_position_noise", "m", None, "nonnegative", "sim", "capture noise std on the base position"),
+    Kind("base_attitude_noise", "rad", None, "nonnegative", "sim", "capture noise std on the base attitude"),
+    Kind("latency", "s", None, "nonnegative", "sim", "the controller reads the state this much late"),
+    Kind("thruster_misalignment", "rad", "thruster", "angle", "sim",
+         "each thruster's force direction turned by e (about z; spatial: about direction x z)"),
+    Kind("thruster_scale", "relative", "thruster", "relative", "sim",
+         "each thruster pushes (1 + e) times its command, up to (1 + e) max_force"),
+    Kind("thruster_failure", "", "thruster_name", "names", "sim", "this thruster pushes nothing"),
+    Kind("wheel_failure", "", "wheel_name", "names", "sim", "this wheel gets no torque"),
+    Kind("initial_joint", "rad", "arm_joint", "finite", "both", "offset of each arm joint's initial angle"),
+    Kind("initial_base_position", "m", "base_axis", "finite", "both", "offset of the initial base position, world"),
+    Kind("initial_base_yaw", "rad", None, "finite", "both", "initial base yaw (about world z)"),
+    Kind("initial_base_velocity", "m/s", "base_axis", "finite", "both", "initial base velocity offset, world"),
+    Kind("initial_base_rate", "rad/s", "rate_axis", "finite", "both", "initial base angular velocity offset, world"),
+    Kind("capture_position_noise", "m", None, "nonnegative", "testbed", "emulator: capture position noise std"),
+    Kind("capture_attitude_noise", "rad", None, "nonnegative", "testbed", "emulator: capture attitude noise std"),
+    Kind("capture_latency", "s", None, "nonnegative", "testbed", "emulator: capture delivery latency"),
+    Kind("capture_dropout_rate", "", None, "probability", "testbed", "emulator: probability a capture sample is lost"),
+    Kind("encoder_latency", "s", None, "nonnegative", "testbed", "emulator: encoder delivery latency"),
+    Kind("encoder_velocity_noise", "rad/s", None, "nonnegative", "testbed", "emulator: encoder velocity noise std"),
+    Kind("valve_delay", "s", None, "nonnegative", "testbed", "emulator: valve opening/closing delay"),
+    Kind("command_latency", "s", None, "nonnegative", "testbed", "emulator: command delivery latency"),
+    Kind("fault", "", None, "fault", "testbed",
+         "emulator: one injected fault, 'none' or KIND:START:DURATION[:JOINT][:OX,OY,OZ]"),
+)}
+EMULATOR_KINDS = tuple(k for k, v in KINDS.items() if v.where == "testbed" and k != "fault")
+# Latencies are checked against the run's duration too.
+LATENCIES = ("latency", "capture_latency", "encoder_latency", "command_latency", "valve_delay")
+
+
+def body_names(ff) -> list[tuple[int, str]]:
+    """(joint index, body name) of every moving body: the first BODY frame of each joint."""
+    out = []
+    model = ff.model
+    for j in range(1, model.njoints):
+        names = [f.name for f in model.frames if f.parentJoint == j and f.type == pin.FrameType.BODY]
+        out.append((j, names[0] if names else model.names[j]))
+    return out
+
+
+def items(ff, per: str) -> list[str]:
+    """The items a per-item kind draws one value for, on robot ``ff``."""
+    planar = ff.base == "planar"
+    if per == "body":
+        return [name for _, name in body_names(ff)]
+    if per == "com":
+        return [f"{name}.{a}" for _, name in body_names(ff) for a in "xyz"]
+    if per in ("thruster", "thruster_name"):
+        return [t.name for t in ff.thrusters]
+    if per == "wheel_name":
+        return list(ff.wheel_joint_names)
+    if per == "arm_joint":
+        return list(ff.arm_joint_names)
+    if per == "base_axis":
+        return ["x", "y"] if planar else ["x", "y", "z"]
+    if per == "rate_axis":
+        return ["z"] if planar else ["x", "y", "z"]
+    raise KeyError(per)
+
+
+def range_problem(kind: Kind, support: tuple, describe: str, ff) -> str | None:
+    """Why values in ``support`` are not physical for ``kind`` (None: they are)."""
+    if kind.check in ("names", "fault"):
+        return None if kind.check == "fault" else _names_problem(kind, support, ff)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in support):
+        return f"takes numbers ({kind.unit or 'dimensionless'}), got {describe}"
+    lo, hi = min(support), max(support)
+    if kind.check == "relative" and not (-1 < lo and hi < 1):
+        return (f"a relative error must stay inside (-1, 1) (at -1 the quantity vanishes), got {describe}; "
+                "narrow the range, e.g. {uniform: [-0.1, 0.1]}")
+    if kind.check in ("nonnegative", "probability") and lo < 0:
+        return f"cannot be negative, got {describe}; bound it at 0 (a normal: add min: 0.0)"
+    if kind.check == "probability" and hi > 1:
+        return f"is a probability, got {describe}; keep it in [0, 1]"
+    if kind.check == "angle" and max(abs(lo), abs(hi)) > math.pi / 2:
+        return f"a misalignment beyond 90 degrees is not one, got {describe}; keep it within [-1.5708, 1.5708] rad"
+    return None  # an unbounded normal still draws finite values
+
+
+def _names_problem(kind: Kind, support: tuple, ff) -> str | None:
+    names = items(ff, kind.per)
+    if not names:
+        return f"robot {ff.name} has no {'thrusters' if kind.per == 'thruster_name' else 'wheels'}; drop it"
+    for v in support:
+        if v != "none" and v not in names:
+            return f"'{v}' is not one of robot {ff.name}'s: none, {', '.join(names)}"
+    return None
+
+
+class RunPerturbation(Perturbation):
+    """One run's drawn dispersions, applied to the pure simulation (see :data:`KINDS`).
+
+    ``values``: kind -> a number, a word, or {item: number}; ``seed`` seeds the sensor noise.
+    """
+
+    def __init__(self, values: dict, seed: int):
+        self.values = values
+        self.seed = int(seed)
+
+    def _per(self, name: str) -> dict:
+        return self.values.get(name) or {}
+
+    def controller_model(self, ff):
+        mass, inertia, com = self._per("mass_error"), self._per("inertia_error"), self._per("com_error")
+        if not (mass or inertia or com):
+            return ff
+        model = ff.model.copy()
+        for j, name in body_names(ff):
+            old = model.inertias[j]
+            km = 1.0 + mass.get(name, 0.0)
+            ki = km * (1.0 + inertia.get(name, 0.0))
+            # A positive factor on the rotational inertia keeps it positive definite and keeps
+            # the triangle inequality of its principal moments: the body stays physical.
+            lever = old.lever + np.array([com.get(f"{name}.{a}", 0.0) for a in "xyz"])
+            model.inertias[j] = pin.Inertia(old.mass * km, lever, old.inertia * ki)
+        return replace(ff, model=model)
+
+    def plant_model(self, ff):
+        turn, scale = self._per("thruster_misalignment"), self._per("thruster_scale")
+        if not (turn or scale):
+            return ff
+        thrusters = []
+        for t in ff.thrusters:
+            d = np.asarray(t.direction, dtype=float)
+            axis = np.array([0.0, 0.0, 1.0])
+            if ff.base == "spatial":
+                axis = np.cross(d, axis)
+                axis = axis / np.linalg.norm(axis) if np.linalg.norm(axis) > 1e-9 else np.array([1.0, 0.0, 0.0])
+            d = pin.AngleAxis(turn.get(t.name, 0.0), axis).matrix() @ d
+            thrusters.append(replace(t, direction=d, max_force=t.max_force * (1.0 + scale.get(t.name, 0.0))))
+        return replace(ff, thrusters=tuple(thrusters))
+
+    def actuation(self, ff, command):
+        scale = self._per("thruster_scale")
+        failed_t, failed_w = self.values.get("thruster_failure"), self.values.get("wheel_failure")
+        if not (scale or failed_t not in (None, "none") or failed_w not in (None, "none")):
+            return command
+        forces = np.array(command.thruster_forces, dtype=float)
+        if forces.size:
+            for i, t in enumerate(ff.thrusters):
+                forces[i] *= 0.0 if t.name == failed_t else 1.0 + scale.get(t.name, 0.0)
+        wheels = np.array(command.wheel_torques, dtype=float)
+        if wheels.size and failed_w in ff.wheel_joint_names:
+            wheels[ff.wheel_joint_names.index(failed_w)] = 0.0
+        return replace(command, thruster_forces=forces, wheel_torques=wheels)
+
+    def initial_state(self, ff, state: State) -> State:
+        joints, pos, vel, rate = (self._per(k) for k in
+                                  ("initial_joint", "initial_base_position", "initial_base_velocity",
+                                   "initial_base_rate"))
+        yaw = float(self.values.get("initial_base_yaw") or 0.0)
+        if not (joints or pos or vel or rate or yaw):
+            return state
+        model, nb = ff.model, ff.nb
+        dv = np.zeros(model.nv)
+        for name, offset in joints.items():
+            dv[model.joints[model.getJointId(name)].idx_v] = offset
+        dv[nb - 1 if ff.base == "planar" else 5] = yaw  # the base starts unrotated: local z is world z
+        q = pin.integrate(model, state.q, dv)
+        axes = "xyz"
+        for i, name in enumerate(items(ff, "base_axis")):
+            q[i] += pos.get(name, 0.0)
+        v = state.v.copy()
+        R = base_rotation(ff, q)
+        lin = R.T @ np.array([vel.get(a, 0.0) for a in axes])
+        ang = R.T @ np.array([rate.get(a, 0.0) for a in axes])
+        if ff.base == "planar":
+            v[:2] += lin[:2]
+            v[2] += ang[2]
+        else:
+            v[:3] += lin
+            v[3:6] += ang
+        return State(q, v)
+
+    def sensing(self, ff):
+        noise = {k: float(self.values.get(k) or 0.0)
+                 for k in ("joint_noise", "base_position_noise", "base_attitude_noise")}
+        latency = float(self.values.get("latency") or 0.0)
+        if not any(noise.values()) and latency == 0:
+            return None
+        return Sensor(ff, np.random.default_rng(self.seed), latency, **noise)
+
+
+class Sensor:
+    """Measurement model of the pure simulation: the newest state at least ``latency`` s old
+    (so the latency rounded up to whole control periods; the first state until then), its configuration
+    moved by Gaussian noise in the tangent space (base translation in m and rotation in rad in
+    base_link axes, joint angles in rad; velocities exact)."""
+
+    def __init__(self, ff, rng, latency, joint_noise, base_position_noise, base_attitude_noise):
+        self.ff, self.rng, self.latency = ff, rng, latency
+        nb, nv = ff.nb, ff.model.nv
+        std = np.full(nv, joint_noise)
+        if ff.base == "planar":
+            std[:2], std[2] = base_position_noise, base_attitude_noise
+        else:
+            std[:3], std[3:6] = base_position_noise, base_attitude_noise
+        self.std = std
+        self.history: deque[tuple[float, State]] = deque()
+
+    def __call__(self, t: float, state: State) -> State:
+        self.history.append((t, state.copy()))
+        while len(self.history) > 1 and self.history[1][0] <= t - self.latency + 1e-9:
+            self.history.popleft()
+        seen = self.history[0][1]
+        if not self.std.any():
+            return seen.copy()
+        dv = self.rng.normal(0.0, 1.0, self.std.size) * self.std
+        return State(pin.integrate(self.ff.model, seen.q, dv), seen.v.copy())
