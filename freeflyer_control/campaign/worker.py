@@ -75,7 +75,8 @@ def verdict(spec: CampaignSpec, metrics: dict[str, float]) -> bool:
 
 
 def fly(spec: CampaignSpec, run: int) -> dict:
-    """Run ``run``'s row; a run that raises gives a row with status failed and the error."""
+    """Run ``run``'s row; a run that raises, or whose plant diverges, gives a row with status
+    failed and the error (its metrics, where a diverged run has them, are kept)."""
     row = {"run": run, "seed": spec.run_seed(run)}
     try:
         values = spec.draw(run)
@@ -88,6 +89,10 @@ def fly(spec: CampaignSpec, run: int) -> dict:
         return row
     metrics = metrics_of(spec, result.summary)
     row.update(metrics)
+    diverged = result.summary.get("plant_diverged")
+    if diverged:  # the simulation stopped early: its figures cover part of the run only
+        row.update(status="failed", passed=False, error=f"PlantDiverged: {diverged}")
+        return row
     row.update(status="ok", passed=verdict(spec, metrics), error="")
     return row
 

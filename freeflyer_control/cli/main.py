@@ -55,8 +55,11 @@ def parse(argv: Sequence[str] | None = None,
     args = parser.parse_args(argv)
     leaf = _leaf_parser(parser, args)
     for action in leaf._actions:  # argparse skips type= for "--opt=--" (Python 3.11: a [])
-        if isinstance(action.type, (Number, Whole)) and not _typed(action, getattr(args, action.dest, None)):
+        value = getattr(args, action.dest, None)
+        if isinstance(action.type, (Number, Whole)) and not _typed(action, value):
             leaf.error(f"argument {'/'.join(action.option_strings)}: give {action.type.describe()}")
+        if type(action) is argparse._StoreAction and action.nargs is None and isinstance(value, list):
+            leaf.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
     validate = getattr(args, "validate", None)
     if validate is not None:
         try:
