@@ -21,6 +21,8 @@ from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, 
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.physics.actuators import generalized_forces
+from freeflyer_control.physics.contact import ContactSample, WallContact, base_reaction
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import (
@@ -33,7 +35,7 @@ from freeflyer_control.physics.state import (
 )
 from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.limits import run_size_problem
-from freeflyer_control.sim.metrics import run_metrics
+from freeflyer_control.sim.metrics import contact_metrics, run_metrics
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 
@@ -116,7 +118,7 @@ class Recorder:
     """Samples the closed loop into named time series, and into ``stream`` (timeseries.csv as
     the run goes) if one is given."""
 
-    def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None):
+    def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None, contact: bool = False):
         self.ff = ff
         self.data = ff.create_data()
         self.rows: dict[str, list[np.ndarray]] = {}
@@ -146,10 +148,18 @@ class Recorder:
         }
         for group in ("total", "base", "arm"):
             self.columns[f"momentum_{group}"] = ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+        if contact:  # a run with a wall (ee-contact): see contact_samples
+            self.columns.update({
+                "contact_force": ["fx", "fy", "fz"],
+                "contact_force_normal": ["force_N"],
+                "contact_force_setpoint": ["setpoint_N"],
+                "base_reaction": ["fx", "fy", "fz", "mx", "my", "mz"],
+            })
         if stream is not None:
             stream.begin(self.columns)
 
-    def record(self, t: float, state: State, info, actuation, mode: Mode | None = None) -> None:
+    def record(self, t: float, state: State, info, actuation, mode: Mode | None = None,
+               extra: dict[str, np.ndarray] | None = None) -> None:
         """One sample of the plant ``state`` at ``t`` (s) and of the controller's tick ``info``.
 
         ``info`` None (a controller that has not ticked yet, e.g. waiting for a testbed's
@@ -191,6 +201,7 @@ class Recorder:
             "momentum_total": momenta["total"],
             "momentum_base": momenta["base"],
             "momentum_arm": momenta["arm"],
+            **(extra or {}),
         }
         self.extend({key: np.asarray(value, dtype=float).reshape(-1) for key, value in sample.items()})
 
@@ -265,7 +276,10 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     plant = Plant(ff, state, dt / substeps)
-    recorder = Recorder(ff, stream)
+    wall = getattr(maneuver, "wall_point", None)
+    if wall is not None:
+        plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal)
+    recorder = Recorder(ff, stream, contact=wall is not None)
     n_ticks = int(round(duration * config.rate))
     log_every = max(1, int(round(config.rate / config.log_rate)))
 
@@ -284,9 +298,11 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
             while schedule and schedule[0][0] <= t + 1e-12:
                 t_s, m = schedule.pop(0)
                 loop.request_mode(m, t, f"schedule at {t_s:g} s")
-            actuation, info = loop.tick(t, plant.state, dt)
+            contact = plant.contact.sample(plant.state.q, plant.state.v) if plant.contact else None
+            actuation, info = loop.tick(t, plant.state, dt, None if contact is None else contact.force)
             if k % log_every == 0 or k == n_ticks:
-                recorder.record(t, plant.state, info, actuation)
+                extra = None if contact is None else contact_samples(plant, actuation, contact, maneuver, t)
+                recorder.record(t, plant.state, info, actuation, extra=extra)
             if k == n_ticks:
                 break
             try:
@@ -311,6 +327,19 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result.summary["engine"] = "python"
     result.summary["plant_diverged"] = diverged
     return result
+
+
+def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t: float) -> dict:
+    """The contact series of one sample: the force on the end-effector (world, N), its
+    component into the wall and the setpoint (N), and the base reaction (world, [N; N m]
+    about the base_link origin, :func:`~freeflyer_control.physics.contact.base_reaction`)."""
+    ff, state = plant.ff, plant.state
+    a = plant.acceleration(state.q, state.v, generalized_forces(ff, state.q, actuation, state.v))
+    reaction = base_reaction(ff, plant.contact.data, state.q, state.v, a, contact, plant.contact.fid)
+    return {"contact_force": contact.force,
+            "contact_force_normal": np.array([float(plant.contact.normal @ contact.force)]),
+            "contact_force_setpoint": np.array([maneuver.force_reference(t)]),
+            "base_reaction": reaction}
 
 
 def stopped_result(ff: FreeFlyerModel, config: SimConfig, recorder: Recorder, loop: ControlLoop | None,
@@ -366,6 +395,8 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
         final_mode = list(Mode)[int(recorded[-1, 0])].value if len(recorded) else None
         maneuver, base_actuation, switches = make_maneuver(result.config.maneuver), None, None
     metrics = run_metrics(ff, result.series, maneuver.task_space)
+    if "contact_force_normal" in result.series:
+        metrics.update(contact_metrics(result.series, metrics["not_available"]))
     not_available = metrics.pop("not_available")
     if loop is None:
         not_available["mode_switches"] = not_available["base_actuation"] = \
