@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import logging
+
 import numpy as np
 import pinocchio as pin
 
@@ -49,6 +51,7 @@ from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State
 
 _PLANAR_ROWS = np.array([0, 1, 5])
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class ImpedanceController:
         self.kd = np.broadcast_to(2.0 * z * w, (self.rows.size,))
         self._zero_a = np.zeros(ff.model.nv)
         self._index_cache: dict[Mode, tuple] = {}
+        self.warnings: list[str] = []  # one per mode, the first time Lambda* is singular there
 
     def _indices(self, mode: Mode) -> tuple:
         """Per mode (cached): actuated and eliminated coordinates and the flat indices that
@@ -178,6 +182,7 @@ class ImpedanceController:
             y = solve_spd_upper(A, rhs)  # Lambda* [x_cmd - c, J* a']
         except np.linalg.LinAlgError:  # a singularity of the mode: least squares instead
             y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
+            self._warn_singular(mode)
         acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
         tau = H.dot(acc) + C
         if push is not None:
@@ -187,3 +192,12 @@ class ImpedanceController:
         base_local[part.commanded] = tau[:nc]
         return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
                              local_wrench_to_world(ff, q, base_local))
+
+    def _warn_singular(self, mode: Mode) -> None:
+        """Warn once per mode that Lambda* had to be replaced by a least-squares solve."""
+        message = (f"impedance: Lambda* of '{self.frame}' is singular in {mode.value} mode (a kinematic "
+                   "singularity of the mode): task forces solved by least squares, the singular direction "
+                   "gets no stiffness; move away from the singular pose")
+        if message not in self.warnings:
+            self.warnings.append(message)
+            log.warning(message)

@@ -122,10 +122,10 @@ class ControlLoop:
         self.q_integrated: np.ndarray | None = None
         self.state_seen: State | None = None
         self.controller = None
-        self.switcher.law_refuses = self._law_refuses
+        self.switcher.law_refuses = self.law_refuses
         self.set_controller(controller)
 
-    def _law_refuses(self, mode: Mode) -> str | None:
+    def law_refuses(self, mode: Mode) -> str | None:
         """Why the current control law cannot fly ``mode``, or None."""
         if self.controller == "impedance" and mode is Mode.ROTATION_FLOATING:
             return f"{_NO_ROTATION_FLOATING}; stay in this mode or switch controllers first"
@@ -175,6 +175,15 @@ class ControlLoop:
     @property
     def mode(self) -> Mode:
         return self.switcher.mode
+
+    @property
+    def warnings(self) -> list[str]:
+        """The control laws' one-time warnings so far, oldest first (each a line, also logged
+        once where it arose): resolved rate's tall tasks, the impedance law's singular Lambda*."""
+        out = list(self.rr.warnings) if self.rr is not None else []
+        if self.impedance is not None:
+            out += self.impedance.warnings
+        return out
 
     def start(self, state: State) -> None:
         """Capture the initial pose (references are relative to it)."""
