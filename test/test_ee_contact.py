@@ -141,3 +141,61 @@ def test_the_compiled_engine_leaves_impedance_to_the_python_one():
     if fast.available():
         with pytest.raises(ValueError, match="does not cover this run: controller impedance"):
             run_simulation(config, fast=True)
+
+
+def test_robot_and_floating_wall_together_conserve_linear_momentum():
+    """A floating robot at rest with its end-effector 2 mm into a free 5 kg wall, no actuation:
+    the wall takes minus the robot's contact impulse each step, so robot + wall momentum stays
+    zero to round-off while each of them moves (1e-12 kg m/s: round-off of ~0.01 kg m/s)."""
+    ff = robot("planar_4link")
+    state = make_state(ff, joint_positions=ff.ready_pose)
+    wall = WallContact(ff, "ee_link", _ee(ff, state) - [0.002, 0.0, 0.0], [-1.0, 0.0, 0.0], mass=5.0)
+    plant = Plant(ff, state, 1e-3)
+    plant.contact = wall
+    data = ff.create_data()
+    for _ in range(300):
+        plant.step(Actuation())
+    robot_P = world_momentum(ff, data, plant.state)[:2]
+    assert wall.speed < -1e-3 and abs(robot_P[0]) > 1e-3  # both were pushed apart
+    np.testing.assert_allclose(robot_P + wall.momentum[:2], 0.0, atol=1e-12)
+
+
+def test_contact_force_settles_on_a_heavy_floating_wall_in_flying_mode():
+    """A free 500 kg wall recedes under the 1 N press (2 mm/s^2): the force still settles
+    within 2 % over the last 4 s (measured 0.6 %) while the wall gains 1 N x 7 s / 500 kg =
+    0.014 m/s (measured 0.0132 m/s: the ramp is 1 s of half force)."""
+    result = run_simulation(SimConfig(robot="spatial_7dof", controller="impedance", maneuver="ee-contact",
+                                      mode="flying", wall_mass=500.0))
+    s, t = result.summary, result.series["t"][:, 0]
+    force = result.series["contact_force_normal"][:, 0]
+    assert np.abs(force[t >= 6.0] - 1.0).max() < 0.02
+    assert s["wall_mass_kg"] == 500.0 and s["wall_final_speed_m_s"] == pytest.approx(-0.0132, abs=1e-3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--maneuver", "ee-point", "--wall-mass", "5"],
+     "freeflyer sim: error: --wall-mass is the wall of --maneuver ee-contact; maneuver 'ee-point' has no wall: "
+     "drop --wall-mass"),
+    (["--maneuver", "ee-contact", "--wall-mass", "0"],
+     "freeflyer sim: error: argument --wall-mass: give a number in (0, 1e+06] kg, got '0'"),
+    (["--maneuver", "ee-contact", "--controller", "impedance", "--via-testbed"],
+     "freeflyer sim: error: --maneuver ee-contact is not emulated with --via-testbed (the emulated testbed has "
+     "no wall); run it without --via-testbed"),
+    (["--maneuver", "ee-contact", "--controller", "computed_torque"],
+     "freeflyer sim: error: maneuver 'ee-contact' presses a contact with a set force; computed_torque cannot: "
+     "use --controller impedance"),
+    (["--maneuver", "ee-point", "--controller", "impedance", "--engine", "compiled"],
+     "freeflyer sim: error: the compiled simulation does not cover this run: controller impedance"),
+])
+def test_contact_and_impedance_option_misuse_exits_2_with_one_line(tmp_path, capsys, argv, message):
+    from freeflyer_control.cli.main import main
+
+    from freeflyer_control.sim import fast
+
+    if "compiled" in argv and not fast.available():
+        pytest.skip("numba not installed: the compiled engine is refused for that reason instead")
+    with pytest.raises(SystemExit) as exit_info:
+        rc = main(["sim", *argv, "--duration", "1", "--out", str(tmp_path / "run")])
+        raise SystemExit(rc)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -22,8 +22,9 @@ P and L stay at their initial values to round-off instead of drifting by O(dt^4)
 
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
 
-Contact. ``Plant.contact`` (None by default) may hold a contact model with a ``sample(q, v)``
-method (:class:`~freeflyer_control.physics.contact.WallContact`). Its generalized force is
+Contact. ``Plant.contact`` (None by default) may hold a contact model with ``sample(q, v)`` and
+``after_step(impulse, dt)`` methods (:class:`~freeflyer_control.physics.contact.WallContact`;
+``after_step`` moves a floating wall once per accepted step). Its generalized force is
 added to the actuation in :meth:`Plant.acceleration`, so at every RK4 stage (it depends on the
 stage's q and v, unlike the held actuation); the contact is external, so its wrench about the
 world origin joins the momentum rate (d/dt [P; L_O] = contact wrench + base actuation) with the
@@ -232,6 +233,8 @@ class Plant:
         self.momentum_world = momentum
         self._state = State(q_new, v_new)
         self.t += self.dt
+        if self.contact is not None:  # a floating wall moves by the step's impulse
+            self.contact.after_step(self.last_contact_impulse, self.dt)
         return self._state
 
     def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):

@@ -55,6 +55,7 @@ class SimConfig:
     log_rate: samples per second in the time series.
     initial_joint_positions: joint -> rad; default: zeros for joint-space maneuvers (the arm
         stretched out, as in Wilde et al.), the robot's ready pose for end-effector ones.
+    wall_mass: kg, ee-contact only: the wall is a free body of this mass (None: fixed).
     """
 
     robot: str = DEFAULT_ROBOT
@@ -72,6 +73,7 @@ class SimConfig:
     base_actuation: str = "thrusters"
     log_rate: float = 50.0
     initial_joint_positions: dict[str, float] | None = None
+    wall_mass: float | None = None
 
     def validate(self) -> None:
         if not (np.isfinite(self.rate) and self.rate > 0):
@@ -82,6 +84,10 @@ class SimConfig:
             raise ValueError(f"plant_substeps must be >= 1, got {self.plant_substeps}")
         if not (np.isfinite(self.log_rate) and self.log_rate > 0):
             raise ValueError(f"log_rate must be a positive number of Hz, got {self.log_rate}")
+        if self.wall_mass is not None and (self.maneuver != "ee-contact" or not (
+                np.isfinite(self.wall_mass) and self.wall_mass > 0)):
+            raise ValueError(f"wall_mass is the mass of ee-contact's floating wall, a finite number of kg > 0; "
+                             f"got {self.wall_mass} with maneuver '{self.maneuver}'")
         for _, mode in self.mode_schedule:
             Mode.parse(mode)
         problem = schedule_problem(self.mode_schedule, "mode_schedule")
@@ -154,6 +160,7 @@ class Recorder:
                 "contact_force_normal": ["force_N"],
                 "contact_force_setpoint": ["setpoint_N"],
                 "base_reaction": ["fx", "fy", "fz", "mx", "my", "mz"],
+                "wall": ["offset_m", "speed_m_s"],  # along the wall normal (0 for a fixed wall)
             })
         if stream is not None:
             stream.begin(self.columns)
@@ -276,10 +283,11 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     plant = Plant(ff, state, dt / substeps)
-    wall = getattr(maneuver, "wall_point", None)
-    if wall is not None:
-        plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal)
-    recorder = Recorder(ff, stream, contact=wall is not None)
+    has_wall = getattr(maneuver, "wall_point", None) is not None
+    if has_wall:
+        plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal,
+                                    mass=config.wall_mass)
+    recorder = Recorder(ff, stream, contact=has_wall)
     n_ticks = int(round(duration * config.rate))
     log_every = max(1, int(round(config.rate / config.log_rate)))
 
@@ -339,7 +347,8 @@ def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t
     return {"contact_force": contact.force,
             "contact_force_normal": np.array([float(plant.contact.normal @ contact.force)]),
             "contact_force_setpoint": np.array([maneuver.force_reference(t)]),
-            "base_reaction": reaction}
+            "base_reaction": reaction,
+            "wall": np.array([plant.contact.offset, plant.contact.speed])}
 
 
 def stopped_result(ff: FreeFlyerModel, config: SimConfig, recorder: Recorder, loop: ControlLoop | None,
@@ -397,6 +406,9 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
     metrics = run_metrics(ff, result.series, maneuver.task_space)
     if "contact_force_normal" in result.series:
         metrics.update(contact_metrics(result.series, metrics["not_available"]))
+        metrics["wall_mass_kg"] = result.config.wall_mass
+        moving = result.series.get("wall")
+        metrics["wall_final_speed_m_s"] = float(moving[-1, 1]) if moving is not None and len(moving) else None
     not_available = metrics.pop("not_available")
     if loop is None:
         not_available["mode_switches"] = not_available["base_actuation"] = \
