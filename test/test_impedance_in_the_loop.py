@@ -122,3 +122,17 @@ def test_mode_switch_under_impedance_is_bumpless():
     switch = int(1.0 * RATE)
     before, across = steps[switch - 50: switch - 1].max(), steps[switch - 1: switch + 10].max()
     assert across <= 2.0 * before + 1e-9, (across, before)
+
+
+def test_the_sim_launch_file_offers_every_controller_of_the_control_loop():
+    """launch/sim.launch.py keeps its own copy of the choices (it must import without this
+    package's dependencies); read it without ROS and compare."""
+    import ast
+    from pathlib import Path
+
+    from freeflyer_control.control.loop import CONTROLLERS
+
+    source = (Path(__file__).resolve().parents[1] / "launch" / "sim.launch.py").read_text()
+    assigned = {node.targets[0].id: node.value for node in ast.parse(source).body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+    assert ast.literal_eval(assigned["CONTROLLERS"]) == CONTROLLERS
