@@ -84,7 +84,7 @@ class ControlLoop:
     Args:
         model: the controller's model (may differ from the plant's).
         maneuver: what to do (see :mod:`freeflyer_control.control.maneuvers`).
-        controller: ``computed_torque`` or ``resolved_rate``.
+        controller: one of :data:`CONTROLLERS` (see the module docstring).
         mode: the initial maneuvering mode.
         joint_gains, base_gains, rr_gains, impedance_gains: controller gains.
         velocity_gain: 1/s, the joint-velocity servo of the resolved-rate controller.
@@ -132,7 +132,8 @@ class ControlLoop:
         return None
 
     def set_controller(self, controller: str) -> None:
-        """Switch between computed_torque and resolved_rate (at run time too)."""
+        """Switch to one of :data:`CONTROLLERS` (at run time too); refused, with the reason, where
+        the law cannot run (ValueError; ModeError for impedance in rotation-floating)."""
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
         if controller == "resolved_rate" and not self.maneuver.task_space:
@@ -252,6 +253,9 @@ class ControlLoop:
             if contact_force is not None:
                 measured = -float(np.dot(task.force_axis, contact_force))  # the wall pushes back
                 self.force_integral += FORCE_INTEGRAL_GAIN * (task.force - measured) * dt
+                # Anti-windup: a lost contact (the wall receded, the robot turned away) is not
+                # answered by an ever harder push; a held one needs a few % of the setpoint.
+                self.force_integral = min(max(self.force_integral, -abs(task.force)), abs(task.force))
             push = task.force + self.force_integral
         else:
             self.force_integral = 0.0
