@@ -4,7 +4,8 @@ Prints a Markdown table of median per-call times (interleaved batches, like benc
 
 * the control tick, GJM + H*, C* + computed-torque law: ``generalized_jacobian`` then
   ``ComputedTorque.effort`` (which computes H*, C* and the law) on a stream of states;
-* the full ``ControlLoop.tick`` (references, law, mode blending, actuator mapping);
+* the full ``ControlLoop.tick`` (references, law, mode blending, actuator mapping), with
+  computed torque on wilde and with the impedance law on ee-point;
 * one ``Plant.step``;
 
 and then the real-time factor of ``freeflyer sim`` (``run_simulation``: plant + controller +
@@ -77,6 +78,14 @@ def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
         t[0] += 1e-3
         return loop.tick(t[0], pool.next(), 1e-3)
 
+    # The impedance law in the same loop: an end-effector maneuver (wilde gives it no target).
+    imp_loop = ControlLoop(ff, make_maneuver("ee-point"), controller="impedance", mode="floating")
+    imp_loop.start(pool.states[0])
+
+    def impedance_tick():
+        t[0] += 1e-3
+        return imp_loop.tick(t[0], pool.next(), 1e-3)
+
     fid = ff.frame_id(ee)
 
     def raw():  # the Pinocchio calls everything builds on: the ratio column's unit
@@ -88,6 +97,7 @@ def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
         Case(name, RAW, raw),
         Case(name, "control tick: GJM + H*, C* + computed torque (floating)", tick),
         Case(name, "ControlLoop.tick (wilde, floating, thrusters)", loop_tick),
+        Case(name, "ControlLoop.tick (ee-point, impedance, floating, thrusters)", impedance_tick),
         Case(name, "Plant.step", lambda: plant.step(act), reset=lambda: setattr(plant, "state", pool.states[0])),
     ]
 

@@ -40,7 +40,7 @@ SHARE_DIR = os.path.dirname(LAUNCH_DIR)
 # Kept in step with the nodes' parameter choices (freeflyer_control.physics.modes.Mode,
 # control.loop.CONTROLLERS, control.effort.BASE_ACTUATION); the nodes validate them again.
 MODES = ('floating', 'rotation-floating', 'rotation-flying', 'translation-flying', 'flying')
-CONTROLLERS = ('computed_torque', 'resolved_rate')
+CONTROLLERS = ('computed_torque', 'resolved_rate', 'impedance')
 BASE_ACTUATIONS = ('thrusters', 'ideal')
 TRUE = ('true', '1', 'yes', 'on')
 

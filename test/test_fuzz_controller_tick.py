@@ -32,6 +32,8 @@ CONFIGS = [  # (robot, controller, mode, base actuation)
     ("spatial_6link", "resolved_rate", "translation-flying", "thrusters"),
     ("dual_arm_planar", "computed_torque", "rotation-flying", "thrusters"),
     ("spatial_7dof", "computed_torque", "flying", "ideal"),
+    ("spatial_7dof", "impedance", "floating", "thrusters"),
+    ("planar_4link", "impedance", "translation-flying", "ideal"),
 ]
 
 

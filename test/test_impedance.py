@@ -49,12 +49,12 @@ def _release(ff, mode, offset):
     return np.array(errors)
 
 
-def _frequency_and_damping(e):
-    """w_n and zeta of a free decay e(t) from rest: half periods from the zero crossings,
-    logarithmic decrement from the extremes between them."""
-    t = np.arange(1, e.size + 1) * DT
+def _frequency_and_damping(e, dt=DT):
+    """w_n and zeta of a free decay e(t) from rest, sampled every ``dt`` s: half periods from
+    the zero crossings, logarithmic decrement from the extremes between them."""
+    t = np.arange(1, e.size + 1) * dt
     idx = np.nonzero(np.sign(e[:-1]) != np.sign(e[1:]))[0]
-    crossings = t[idx] - e[idx] * DT / (e[idx + 1] - e[idx])  # linear interpolation
+    crossings = t[idx] - e[idx] * dt / (e[idx + 1] - e[idx])  # linear interpolation
     half = np.diff(crossings).mean()
     bounds = np.concatenate([[0], idx, [e.size]])
     peaks = np.array([np.abs(e[a:b + 1]).max() for a, b in zip(bounds[:-1], bounds[1:])])[:len(idx)]

@@ -40,6 +40,14 @@ HEADLINE = (
     ("real_time_factor", "real-time factor", "{:.1f}"),
 )
 
+# ee-contact runs also show these.
+CONTACT_HEADLINE = (
+    ("contact_force_rms_error_n", "contact force RMS error", "{:.3g} N"),
+    ("peak_base_reaction_force_n", "peak base reaction force", "{:.3g} N"),
+    ("peak_base_reaction_torque_nm", "peak base reaction torque", "{:.3g} N m"),
+    ("base_linear_velocity_change_m_s", "base velocity change (max)", "{:.3g} m/s"),
+)
+
 MATPLOTLIB_MISSING = ("freeflyer sim: warning: matplotlib is not installed, so no plots will be written "
                       "(the other outputs are): pip install matplotlib, or install this package with its "
                       "'pypi' extra; --no-plots skips the plots without this warning")
@@ -61,6 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mass-error", type=MASS_ERROR, default=0.0,
                    help="relative mass-property error of the controller's model, in [0, 1), e.g. 0.1")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the mass-property error")
+    p.add_argument("--wall-mass", type=WALL_MASS, metavar="KG",
+                   help="with --maneuver ee-contact: the wall is a free body of this mass, touched at its "
+                        "centre of mass (default: a fixed wall)")
     p.add_argument("--base-actuation", default="thrusters", choices=BASE_ACTUATION)
     p.add_argument("--log-rate", type=LOG_RATE, default=50.0, help="samples per second written")
     p.add_argument("--q0", metavar="JSON", help="initial joint angles (default: see docs)")
@@ -96,6 +107,7 @@ RATE = Number(MIN_RATE_HZ, MAX_RATE_HZ, unit="Hz")
 LOG_RATE = Number(1e-3, MAX_RATE_HZ, unit="Hz")  # far below it, rate / log_rate overflows the runner
 SUBSTEPS = Whole(1, MAX_SUBSTEPS, what="plant steps per control period")
 MASS_ERROR = Number(0.0, 1.0, hi_open=True, unit="(relative)")
+WALL_MASS = Number(0.0, 1e6, lo_open=True, unit="kg")  # a million kg is a fixed wall: leave it out
 EVENT_TIME = Number(0.0, unit="s")
 OPTION_NAMES = {"duration": "--duration", "rate": "--rate", "substeps": "--substeps",
                 "log_rate": "--log-rate"}
@@ -111,6 +123,12 @@ def validate(args: argparse.Namespace) -> None:
         return _validate_replay(args)
     if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed:
         raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
+    if args.wall_mass is not None and args.maneuver != "ee-contact":
+        raise UsageError(f"--wall-mass is the wall of --maneuver ee-contact; maneuver '{args.maneuver}' "
+                         "has no wall: drop --wall-mass")
+    if args.via_testbed and args.maneuver == "ee-contact":
+        raise UsageError("--maneuver ee-contact is not emulated with --via-testbed (the emulated testbed has "
+                         "no wall); run it without --via-testbed")
     if args.via_testbed and args.mass_error:
         raise UsageError("--mass-error is not emulated with --via-testbed (the testbed runs the "
                          "robot's own model); drop one of them")
@@ -187,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         maneuver=args.maneuver, duration=args.duration, rate=args.rate, plant_substeps=args.substeps,
         mode_schedule=_schedule(args),
         mass_error=args.mass_error, seed=args.seed, base_actuation=args.base_actuation,
-        log_rate=args.log_rate, initial_joint_positions=q0,
+        log_rate=args.log_rate, initial_joint_positions=q0, wall_mass=args.wall_mass,
     )
     fast = {"auto": None, "python": False, "compiled": True}[args.engine]
     if not args.via_testbed and (args.fault or args.estop_at or args.reset_at):
@@ -264,6 +282,9 @@ def print_summary(s: dict) -> None:
         if key == "rms_tracking_error" and s.get(key) is not None:
             value += f" {s['tracking_error_units']}"
         print(f"  {label:<28} {value}")
+    if "contact_force_rms_error_n" in s:
+        for key, label, fmt in CONTACT_HEADLINE:
+            print(f"  {label:<28} {_figure(s, key, fmt)}")
     for trip in s.get("testbed_trips") or []:
         print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
     for reset in s.get("testbed_resets") or []:

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import logging
+
 import numpy as np
 import pinocchio as pin
 
@@ -49,6 +51,7 @@ from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State
 
 _PLANAR_ROWS = np.array([0, 1, 5])
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,24 @@ class TaskTarget:
     Attributes:
         position: m (3,); orientation: rotation matrix world <- frame (3, 3);
         twist: [v; omega] (6,), m/s and rad/s; acceleration: (6,), m/s^2 and rad/s^2.
+        force_axis: unit vector (3,), world, or None: the axis along which the end-effector
+            pushes with ``force`` instead of holding ``position`` (see below).
+        force: N, the push along ``force_axis`` (what the end-effector exerts on a contact).
     """
 
     position: np.ndarray
     orientation: np.ndarray
     twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
     acceleration: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    force_axis: np.ndarray | None = None
+    force: float = 0.0
+
+
+# Hybrid force/impedance (TaskTarget.force_axis): along the unit axis n (world) the position
+# stiffness is dropped and the end-effector pushes with ``force`` N along n, feed-forward through
+# J*^T (n force); damping stays on every axis. Against a wall of normal -n the contact force
+# then settles where it balances the push: f_contact = -force n (no model error, no motion along
+# n). Every other axis keeps its impedance.
 
 
 class ImpedanceController:
@@ -98,6 +113,7 @@ class ImpedanceController:
         self.kd = np.broadcast_to(2.0 * z * w, (self.rows.size,))
         self._zero_a = np.zeros(ff.model.nv)
         self._index_cache: dict[Mode, tuple] = {}
+        self.warnings: list[str] = []  # one per mode, the first time Lambda* is singular there
 
     def _indices(self, mode: Mode) -> tuple:
         """Per mode (cached): actuated and eliminated coordinates and the flat indices that
@@ -150,7 +166,13 @@ class ImpedanceController:
 
         oMf = data.oMf[self.fid]
         err = np.concatenate([target.position - oMf.translation,
-                              pin.log3(target.orientation.dot(oMf.rotation.T))]).take(self.rows)
+                              pin.log3(target.orientation.dot(oMf.rotation.T))])
+        push = None
+        if target.force_axis is not None:
+            n = np.asarray(target.force_axis, dtype=float)
+            err[:3] -= n * n.dot(err[:3])
+            push = np.concatenate([n * float(target.force), np.zeros(3)]).take(self.rows)
+        err = err.take(self.rows)
         a_act = v.take(act)
         x_cmd = (np.asarray(target.acceleration).take(self.rows)
                  + self.kd * (np.asarray(target.twist).take(self.rows) - J.dot(v)) + self.kp * err)
@@ -160,10 +182,22 @@ class ImpedanceController:
             y = solve_spd_upper(A, rhs)  # Lambda* [x_cmd - c, J* a']
         except np.linalg.LinAlgError:  # a singularity of the mode: least squares instead
             y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
+            self._warn_singular(mode)
         acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
         tau = H.dot(acc) + C
+        if push is not None:
+            tau = tau + Jstar.T.dot(push)
         nc = part.commanded.size
         base_local = np.zeros(ff.nb)
         base_local[part.commanded] = tau[:nc]
         return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
                              local_wrench_to_world(ff, q, base_local))
+
+    def _warn_singular(self, mode: Mode) -> None:
+        """Warn once per mode that Lambda* had to be replaced by a least-squares solve."""
+        message = (f"impedance: Lambda* of '{self.frame}' is singular in {mode.value} mode (a kinematic "
+                   "singularity of the mode): task forces solved by least squares, the singular direction "
+                   "gets no stiffness; move away from the singular pose")
+        if message not in self.warnings:
+            self.warnings.append(message)
+            log.warning(message)

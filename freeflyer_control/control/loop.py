@@ -11,6 +11,15 @@ Controllers:
   generates them (its joint rates are integrated into joint positions and tracked).
 * ``resolved_rate``: resolved-rate control through the mode's GJM with task feedback every tick,
   and a joint-velocity servo on the reduced dynamics underneath (tau = H* K_v (qdot_d - qdot) + C*).
+* ``impedance``: operational-space impedance of the end-effector with the mode's Lambda* and GJM
+  (:mod:`freeflyer_control.control.impedance`); one end-effector; a task reference with a
+  force axis (the ``ee-contact`` maneuver) is pressed with its force, corrected by an integral
+  of the measured contact force error when one is given to :meth:`ControlLoop.tick`. While no
+  task reference is active (external references) the arm holds its joint reference by computed
+  torque. Joint-space maneuvers are refused (they give no end-effector target; following their
+  joint angles is what computed_torque does), and so is rotation-floating mode (wheel-held
+  attitude is hybrid dynamics, which the impedance law does not solve): at the mode request,
+  like a mode the robot lacks actuators for.
 """
 
 from __future__ import annotations
@@ -18,10 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 
 from freeflyer_control.control.base_control import BaseGains
 from freeflyer_control.control.computed_torque import ComputedTorque, JointGains
 from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
+from freeflyer_control.control.impedance import ImpedanceController, ImpedanceGains, TaskTarget
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch, ModeSwitcher
 from freeflyer_control.control.references import JointReference, TaskReference
@@ -29,9 +40,19 @@ from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGa
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State, joint_positions, with_joint_positions
+from freeflyer_control.errors import ModeError
+from freeflyer_control.physics.state import State, joint_positions, rotation_from_xyzw, with_joint_positions
 
-CONTROLLERS = ("computed_torque", "resolved_rate")
+CONTROLLERS = ("computed_torque", "resolved_rate", "impedance")
+
+# 1/s: integral gain of the contact-force loop on top of the impedance push (N of push per N s
+# of force error). The push alone balances the contact when nothing moves along the force axis;
+# in floating mode the whole robot recoils from the wall and the damping along the axis eats
+# part of the push, which this integral gives back. 2/s settles that in ~1.5 s, slower than the
+# contact oscillation (7-22 rad/s, physics.contact) so the two loops do not fight.
+FORCE_INTEGRAL_GAIN = 2.0
+_NO_ROTATION_FLOATING = ("the impedance controller does not fly rotation-floating (wheel-held attitude is "
+                         "hybrid dynamics); modes it flies: floating, rotation-flying, translation-flying, flying")
 
 
 @dataclass(frozen=True)
@@ -63,9 +84,9 @@ class ControlLoop:
     Args:
         model: the controller's model (may differ from the plant's).
         maneuver: what to do (see :mod:`freeflyer_control.control.maneuvers`).
-        controller: ``computed_torque`` or ``resolved_rate``.
+        controller: one of :data:`CONTROLLERS` (see the module docstring).
         mode: the initial maneuvering mode.
-        joint_gains, base_gains, rr_gains: controller gains.
+        joint_gains, base_gains, rr_gains, impedance_gains: controller gains.
         velocity_gain: 1/s, the joint-velocity servo of the resolved-rate controller.
         base_actuation: ``thrusters`` or ``ideal`` (see :class:`ActuatorMapper`).
         blend_time: s, bumpless-transfer time after a mode switch.
@@ -81,6 +102,7 @@ class ControlLoop:
         joint_gains: JointGains = JointGains(),
         base_gains: BaseGains = BaseGains(),
         rr_gains: ResolvedRateGains = ResolvedRateGains(),
+        impedance_gains: ImpedanceGains = ImpedanceGains(),
         velocity_gain: float = 5.0,
         base_actuation: str = "thrusters",
         blend_time: float = 1.0,
@@ -94,12 +116,24 @@ class ControlLoop:
         self.base_gains = base_gains
         self.rr = ResolvedRate(model, rr_gains) if model.end_effectors else None
         self.mapper = ActuatorMapper(model, base_actuation)
+        self.impedance_gains = impedance_gains
+        self.impedance: ImpedanceController | None = None
+        self.force_integral = 0.0  # N, the contact-force loop's correction of the push
         self.q_integrated: np.ndarray | None = None
         self.state_seen: State | None = None
+        self.controller = None
+        self.switcher.law_refuses = self.law_refuses
         self.set_controller(controller)
 
+    def law_refuses(self, mode: Mode) -> str | None:
+        """Why the current control law cannot fly ``mode``, or None."""
+        if self.controller == "impedance" and mode is Mode.ROTATION_FLOATING:
+            return f"{_NO_ROTATION_FLOATING}; stay in this mode or switch controllers first"
+        return None
+
     def set_controller(self, controller: str) -> None:
-        """Switch between computed_torque and resolved_rate (at run time too)."""
+        """Switch to one of :data:`CONTROLLERS` (at run time too); refused, with the reason, where
+        the law cannot run (ValueError; ModeError for impedance in rotation-floating)."""
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
         if controller == "resolved_rate" and not self.maneuver.task_space:
@@ -107,6 +141,11 @@ class ControlLoop:
                 f"maneuver '{self.maneuver.name}' gives joint references; resolved_rate needs an "
                 "end-effector maneuver (ee-point, ee-circle): use --controller computed_torque"
             )
+        if controller == "impedance":
+            self._check_impedance()
+        elif getattr(self.maneuver, "needs_force_control", False):
+            raise ValueError(f"maneuver '{self.maneuver.name}' presses a contact with a set force; "
+                             f"{controller} cannot: use --controller impedance")
         if self.q_integrated is not None and self.state_seen is not None:
             # Restart the reference where the arm is, so the switch does not pull it back.
             self.q_integrated = joint_positions(self.model, self.state_seen.q)[self.model.arm_v_indices - self.model.nb]
@@ -117,10 +156,35 @@ class ControlLoop:
             gains = JointGains(kp=self.joint_gains.kp, kd=self.velocity_gain)
         self.controller = controller
         self.ct = ComputedTorque(self.model, gains, self.base_gains)
+        self.force_integral = 0.0
+
+    def _check_impedance(self) -> None:
+        """Refuse the impedance law where it cannot run (one line each, with the fix)."""
+        if not self.maneuver.task_space:
+            raise ValueError(
+                f"maneuver '{self.maneuver.name}' gives joint references; impedance needs an "
+                "end-effector maneuver (ee-point, ee-circle, ee-contact): use --controller computed_torque")
+        ees = self.model.end_effectors
+        if len(ees) != 1:
+            raise ValueError(f"the impedance controller drives one end-effector; robot '{self.model.name}' "
+                             f"has {len(ees)} ({', '.join(ees)}): choose one with --ee")
+        if self.switcher.mode is Mode.ROTATION_FLOATING:
+            raise ModeError(f"{_NO_ROTATION_FLOATING}; start in (or switch to) another mode first")
+        if self.impedance is None:
+            self.impedance = ImpedanceController(self.model, ees[0], self.impedance_gains)
 
     @property
     def mode(self) -> Mode:
         return self.switcher.mode
+
+    @property
+    def warnings(self) -> list[str]:
+        """The control laws' one-time warnings so far, oldest first (each a line, also logged
+        once where it arose): resolved rate's tall tasks, the impedance law's singular Lambda*."""
+        out = list(self.rr.warnings) if self.rr is not None else []
+        if self.impedance is not None:
+            out += self.impedance.warnings
+        return out
 
     def start(self, state: State) -> None:
         """Capture the initial pose (references are relative to it)."""
@@ -130,8 +194,13 @@ class ControlLoop:
     def request_mode(self, mode: Mode | str, t: float, cause: str = "request") -> ModeSwitch:
         return self.switcher.request(mode, t, cause)
 
-    def tick(self, t: float, state: State, dt: float) -> tuple[Actuation, TickInfo]:
-        """Commands for the period [t, t + dt) from the measured ``state``."""
+    def tick(self, t: float, state: State, dt: float,
+             contact_force: np.ndarray | None = None) -> tuple[Actuation, TickInfo]:
+        """Commands for the period [t, t + dt) from the measured ``state``.
+
+        ``contact_force``: the measured contact force on the end-effector, world axes, N (3,)
+        (a force sensor; the simulation's wall): closes the impedance law's force loop.
+        """
         if self.q_integrated is None:
             raise RuntimeError("call start(state) before the first tick")
         self.state_seen = state
@@ -139,6 +208,8 @@ class ControlLoop:
         rr = None
         tasks = tuple(self.maneuver.task_references(t)) if self.rr is not None else ()
         arm = self.model.arm_v_indices - self.model.nb
+        if tasks and self.controller == "impedance":
+            return self._impedance_tick(t, state, dt, mode, tasks, contact_force)
         if tasks:
             if self.controller == "resolved_rate":
                 rr = self.rr.joint_rates(state, mode, tasks)
@@ -167,3 +238,41 @@ class ControlLoop:
         actuation = self.mapper.actuation(state.q, effort)
         info = TickInfo(mode, s, effort, jref, tasks, rr, self.mapper.last_residual)
         return actuation, info
+
+    def _impedance_tick(self, t, state, dt, mode, tasks, contact_force):
+        """The impedance law's tick (the first task reference; one end-effector)."""
+        task = tasks[0]
+        data = self.impedance.data
+        if task.orientation_xyzw is not None:
+            R = rotation_from_xyzw(task.orientation_xyzw)
+        else:  # position only: the attitude error is zero, its damping stays
+            pin.framesForwardKinematics(self.model.model, data, state.q)
+            R = data.oMf[self.impedance.fid].rotation.copy()
+        push = 0.0
+        if task.force_axis is not None:
+            if contact_force is not None:
+                measured = -float(np.dot(task.force_axis, contact_force))  # the wall pushes back
+                self.force_integral += FORCE_INTEGRAL_GAIN * (task.force - measured) * dt
+                # Anti-windup: a lost contact (the wall receded, the robot turned away) is not
+                # answered by an ever harder push; a held one needs a few % of the setpoint.
+                self.force_integral = min(max(self.force_integral, -abs(task.force)), abs(task.force))
+            push = task.force + self.force_integral
+        else:
+            self.force_integral = 0.0
+        target = TaskTarget(task.position, R, np.concatenate([task.linear_velocity, task.angular_velocity]),
+                            force_axis=task.force_axis, force=push)
+        effort = self.impedance.effort(state, mode, target)
+        q_now = joint_positions(self.model, state.q)[self.model.arm_v_indices - self.model.nb]
+        self.q_integrated = q_now.copy()  # a later switch to another law starts here
+        jref = JointReference(q_now, np.zeros_like(q_now), np.zeros_like(q_now))
+        s = self.switcher.blend(t)
+        if s < 1.0:
+            previous = self.switcher.previous
+            if previous is Mode.ROTATION_FLOATING:  # left under another law: blend from its hold
+                before = self.ct.effort(state, previous, jref, self.maneuver.base_reference(t))
+            else:
+                before = self.impedance.effort(state, previous, target)
+            effort = before.blend(effort, s)
+        actuation = self.mapper.actuation(state.q, effort)
+        return actuation, TickInfo(mode, s, effort, jref, tasks, None, self.mapper.last_residual)
+

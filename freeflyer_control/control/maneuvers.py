@@ -8,6 +8,9 @@
 | `ee-point`        | task  | each end-effector to a point 0.2 m away, minimum-jerk, 10 s  |
 | `ee-circle`       | task  | each end-effector once around a 0.1 m circle in 20 s         |
 | `station-keeping` | joint | arm and base hold their initial pose after a base kick       |
+| `ee-contact`      | task  | the end-effector reaches a wall 5 cm ahead (3 s), presses it |
+|                   |       | with a force ramped to 1 N (1 s) and holds it (6 s); needs   |
+|                   |       | the impedance controller (force along the wall normal)       |
 
 The base reference is always "hold the pose the base had at the start" (used only by modes
 that command base DOFs). Task-space maneuvers keep the initial end-effector orientation.
@@ -30,7 +33,7 @@ from freeflyer_control.physics.state import (
     rotation_from_xyzw,
 )
 
-MANEUVERS = ("wilde", "ee-point", "ee-circle", "station-keeping")
+MANEUVERS = ("wilde", "ee-point", "ee-circle", "station-keeping", "ee-contact")
 
 # Wilde et al.'s rate profile for the active joint: (duration s, rate rad/s).
 WILDE_PHASES = ((10.0, 0.1), (2.0, 0.0), (20.0, -0.1), (2.0, 0.0), (10.0, 0.1))
@@ -54,6 +57,8 @@ class Maneuver:
     task_space: bool = False
     # Initial base twist (world, [v; w]) the simulation starts with, e.g. a disturbance.
     initial_base_twist: np.ndarray = field(default_factory=lambda: np.zeros(6))
+    # Its task references carry a contact force (TaskReference.force_axis): impedance only.
+    needs_force_control: bool = False
 
     def start(self, ff: FreeFlyerModel, state: State) -> None:
         data = ff.create_data()
@@ -167,6 +172,62 @@ class EECircle(Maneuver):
 
 
 @dataclass
+class EEContact(Maneuver):
+    """Press the first end-effector against a wall (see the module table).
+
+    The wall faces the end-effector ``gap`` m ahead of it, across the horizontal direction
+    from the base_link origin to the end-effector at the start (the way a stretched arm
+    points). After ``start`` the wall is ``wall_point`` (world, m) with ``wall_normal`` (world,
+    out of the wall, toward the robot): the simulation puts it in the plant.
+
+    Phases: approach (the target moves to the wall surface, minimum-jerk, ``approach_time`` s);
+    press (along the normal the end-effector pushes with a force ramped, minimum-jerk, to
+    ``force_setpoint`` N over ``ramp_time`` s, the other axes hold the point of the wall it
+    touched); hold (``hold_time`` s).
+    """
+
+    gap: float = 0.05
+    force_setpoint: float = 1.0
+    approach_time: float = 3.0
+    ramp_time: float = 1.0
+    hold_time: float = 6.0
+    needs_force_control: bool = True
+
+    def __post_init__(self) -> None:
+        self.name, self.task_space = "ee-contact", True
+        self.duration = self.approach_time + self.ramp_time + self.hold_time
+
+    def start(self, ff: FreeFlyerModel, state: State) -> None:
+        super().start(ff, state)
+        self.frame = ff.end_effectors[0]
+        pose = self.ee0[self.frame]
+        ahead = pose.translation - base_position(ff, state.q)
+        ahead[2] = 0.0
+        if np.linalg.norm(ahead) < 1e-6:
+            ahead = np.array([1.0, 0.0, 0.0])
+        ahead /= np.linalg.norm(ahead)
+        self.wall_point = pose.translation + self.gap * ahead
+        self.wall_normal = -ahead
+
+    def force_reference(self, t: float) -> float:
+        """The contact force setpoint at time t, N (0 before the press)."""
+        if t < self.approach_time:
+            return 0.0
+        return self.force_setpoint * min_jerk((t - self.approach_time) / self.ramp_time)[0]
+
+    def task_references(self, t: float) -> list[TaskReference]:
+        pose = self.ee0[self.frame]
+        quat = pin.Quaternion(pose.rotation).coeffs().copy()
+        if t < self.approach_time:
+            s, ds, _ = min_jerk(t / self.approach_time)
+            offset = self.wall_point - pose.translation
+            return [TaskReference(self.frame, pose.translation + s * offset, quat,
+                                  offset * ds / self.approach_time, np.zeros(3))]
+        return [TaskReference(self.frame, self.wall_point.copy(), quat, np.zeros(3), np.zeros(3),
+                              force_axis=-self.wall_normal, force=self.force_reference(t))]
+
+
+@dataclass
 class StationKeeping(Maneuver):
     hold_time: float = 30.0
 
@@ -197,7 +258,7 @@ class BaseGoto(Maneuver):
 def make_maneuver(name: str) -> Maneuver:
     """A maneuver by name (see the module table)."""
     factories = {"wilde": Wilde, "ee-point": EEPoint, "ee-circle": EECircle,
-                 "station-keeping": StationKeeping}
+                 "station-keeping": StationKeeping, "ee-contact": EEContact}
     if name not in factories:
         raise ValueError(f"unknown maneuver '{name}'; maneuvers: {list(MANEUVERS)}")
     return factories[name]()

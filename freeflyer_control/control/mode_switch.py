@@ -60,12 +60,15 @@ class ModeSwitcher:
         self.switched_at = float("-inf")
         self.blend_time = float(blend_time)
         self.history: list[ModeSwitch] = []
+        # The control law's own refusals (mode -> reason or None), asked after the actuators:
+        # set by the owner of the law (ControlLoop), e.g. a law that cannot fly some mode.
+        self.law_refuses = lambda mode: None
 
     def request(self, mode: Mode | str, t: float, cause: str = "request") -> ModeSwitch:
         """Ask for ``mode`` at time ``t``; returns the logged outcome (never raises for a
         mode the robot cannot fly: the refusal and its reason are in the result)."""
         target = Mode.parse(mode)
-        reason = mode_support(self.ff, target)
+        reason = mode_support(self.ff, target) or self.law_refuses(target)
         accepted = reason is None and target is not self.mode
         if reason is None and target is self.mode:
             reason = f"already in {target.value}"

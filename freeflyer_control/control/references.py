@@ -59,6 +59,10 @@ class TaskReference:
         orientation_xyzw: quaternion (x, y, z, w), or None to track position only.
         linear_velocity: feed-forward, m/s (3,).
         angular_velocity: feed-forward, rad/s (3,).
+        force_axis: unit vector, world (3,), or None: along it the end-effector pushes with
+            ``force`` N instead of tracking ``position`` (contact; the impedance controller's
+            hybrid force mode, :class:`~freeflyer_control.control.impedance.TaskTarget`).
+        force: N, the push along ``force_axis``.
     """
 
     frame: str
@@ -66,3 +70,5 @@ class TaskReference:
     orientation_xyzw: np.ndarray | None
     linear_velocity: np.ndarray
     angular_velocity: np.ndarray
+    force_axis: np.ndarray | None = None
+    force: float = 0.0

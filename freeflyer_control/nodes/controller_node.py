@@ -1,4 +1,4 @@
-"""controller_node: computed-torque / resolved-rate control of a free-flyer, the mode's owner.
+"""controller_node: computed-torque / resolved-rate / impedance control of a free-flyer, the mode's owner.
 
 Subscribes:
   /joint_states                sensor_msgs/JointState       measured joints (plant or testbed)
@@ -14,8 +14,11 @@ Publishes at ``rate``:
   /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
-Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused
-with the reason. ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
+Parameters ``mode`` and ``controller`` (computed_torque, resolved_rate, impedance) can be set at
+run time; an impossible mode is refused with the reason (impedance: rotation-floating too, and
+switching to impedance while in it). The control laws' one-time warnings (resolved rate's "task
+rows > joints", the impedance law's singular Lambda*) are logged once and listed on
+/diagnostics (``controller_warnings``, ``controller_warning_<n>``). ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
 them the commands are zero, status ``implausible``). A step of the node's clock (status
 ``clock_step``) and a failing control law (status ``fault``) are logged once each, with the reason. Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
@@ -217,6 +220,8 @@ class ControllerNode(Node):
         if self.ideal_base:
             self.pub_wrench.publish(self._wrench(act.base_wrench_world))
         self._log_events()
+        for warning in self.server.new_warnings():
+            self.get_logger().warning(warning)
         if out.status != "ok" and (self.last is None or self.last.status != out.status):
             # Throttled: inputs that flap around the watchdog timeout would flood the log at the
             # control rate; /diagnostics counts every zeroed tick.
@@ -274,6 +279,9 @@ class ControllerNode(Node):
                   "last_fault": s.stats.last_fault or "-"}
         for kind, count in sorted(s.stats.errors.counts.items()):
             values[f"refused_{kind}"] = count
+        values["controller_warnings"] = len(s.warnings)
+        for i, warning in enumerate(s.warnings, 1):
+            values[f"controller_warning_{i}"] = warning
         if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
             values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
         level = "ok" if status == "ok" else ("warn" if status == "waiting" else "error")

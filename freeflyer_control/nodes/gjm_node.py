@@ -8,6 +8,11 @@ F it publishes at ``rate``:
                      joint names, then the mode's commanded base velocities
   /gjm/F/singularity std_msgs/Float64MultiArray  [sigma_min, manipulability, condition number]
                      of the whole matrix (unchanged layout)
+  /osi/F             std_msgs/Float64MultiArray  the operational-space inertia Lambda of F's
+                     origin in the current mode, rows x rows, row-major, both dims labelled with
+                     the row names ("vx,vy,vz,wx,wy,wz", planar "vx,vy,wz"; world axes, the
+                     GJM's rows); not published while Lambda is singular (reported on
+                     /diagnostics instead)
   /gjm/F/singularity/blocks  std_msgs/Float64MultiArray  3 x 4, row-major: rows translational,
                      rotational, full (dim label "translational,rotational,full"), columns
                      sigma_min, manipulability, condition_number, rank. The whole matrix can
@@ -82,6 +87,7 @@ class GjmNode(Node):
                          for f in self.server.frames}
         self.pub_blocks = {f: self.create_publisher(Float64MultiArray, f"gjm/{f}/singularity/blocks", STATE_PUB_QOS)
                            for f in self.server.frames}
+        self.pub_osi = {f: self.create_publisher(Float64MultiArray, f"osi/{f}", STATE_PUB_QOS) for f in self.server.frames}
         self.pub_markers = self.create_publisher(MarkerArray, "freeflyer/markers", STATE_PUB_QOS)
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.columns: dict[str, str] = {}
@@ -121,6 +127,8 @@ class GjmNode(Node):
             self.pub_sing[frame].publish(vector_msg([m.sigma_min, m.manipulability, m.condition_number],
                                                     "sigma_min,manipulability,condition_number"))
             self.pub_blocks[frame].publish(multiarray(out.blocks_array))
+            if out.osi_array is not None:
+                self.pub_osi[frame].publish(multiarray(out.osi_array))
             cols = ",".join(out.gjm.column_names)
             if self.columns.get(frame) != cols:
                 self.columns[frame] = cols

@@ -22,6 +22,15 @@ P and L stay at their initial values to round-off instead of drifting by O(dt^4)
 
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
 
+Contact. ``Plant.contact`` (None by default) may hold a contact model with ``sample(q, v)`` and
+``after_step(impulse, dt)`` methods (:class:`~freeflyer_control.physics.contact.WallContact`;
+``after_step`` moves a floating wall once per accepted step). Its generalized force is
+added to the actuation in :meth:`Plant.acceleration`, so at every RK4 stage (it depends on the
+stage's q and v, unlike the held actuation); the contact is external, so its wrench about the
+world origin joins the momentum rate (d/dt [P; L_O] = contact wrench + base actuation) with the
+same RK4 weights, and its power joins the work of the energy check. ``last_contact_impulse`` is
+the step's integrated contact wrench (the momentum coordinates: N s, N m s).
+
 Divergence. A step too large for the dynamics (a stiff maneuver at a low rate, a large base
 wrench) makes RK4 unstable: the state grows without bound and turns into NaN. Every step is
 checked, and a step that fails is not taken: the plant holds its last state, records why in
@@ -171,6 +180,9 @@ class Plant:
         self.last_acceleration = np.zeros(ff.model.nv)
         self.v_bounds = velocity_bounds(ff)
         self._names, self._units = _coordinate_names(ff)
+        self.contact = None
+        self.last_contact_impulse = np.zeros(ff.nb)
+        self._contact_stages: list | None = None  # (contact sample, v) of each stage of a step
         self.state = state
 
     @property
@@ -188,6 +200,12 @@ class Plant:
         self.diverged: str | None = None
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """a (nv,) under generalized forces ``tau`` and the contact, if any."""
+        if self.contact is not None:
+            c = self.contact.sample(q, v)
+            if self._contact_stages is not None:
+                self._contact_stages.append((c, v))
+            tau = tau + c.tau
         return forward_dynamics(self.ff, self.data, q, v, tau)
 
     def step(self, actuation: Actuation | None = None, *, tau: np.ndarray | None = None) -> State:
@@ -215,6 +233,8 @@ class Plant:
         self.momentum_world = momentum
         self._state = State(q_new, v_new)
         self.t += self.dt
+        if self.contact is not None:  # a floating wall moves by the step's impulse
+            self.contact.after_step(self.last_contact_impulse, self.dt)
         return self._state
 
     def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
@@ -225,6 +245,7 @@ class Plant:
         ff, model, h = self.ff, self.ff.model, self.dt
         base, nb = ff.base, ff.nb
 
+        self._contact_stages = [] if self.contact is not None else None
         k1v = self.acceleration(q0, v0, tau)
         k1t = v0
         th = 0.5 * h * k1t
@@ -256,6 +277,13 @@ class Plant:
             w3 = base_wrench_about_world_origin(ff, q3, tau_b)
             w4 = base_wrench_about_world_origin(ff, q4, tau_b)
             momentum = momentum + (h / 6.0) * (w1 + 2 * w2 + 2 * w3 + w4)
+        contact_work = 0.0
+        if self._contact_stages is not None:
+            weights = (h / 6.0, h / 3.0, h / 3.0, h / 6.0)
+            stages, self._contact_stages = self._contact_stages, None
+            self.last_contact_impulse = sum(w * c.wrench_origin for w, (c, _) in zip(weights, stages))
+            momentum = momentum + self.last_contact_impulse
+            contact_work = sum(w * float(c.tau @ sv) for w, (c, sv) in zip(weights, stages))
         M = pin.crba(model, self.data, q_new)  # upper triangle; the base rows are complete
         rows = world_momentum_to_base_rows(ff, q_new, momentum)
         v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows - M[:nb, nb:] @ v_new[nb:])
@@ -265,7 +293,7 @@ class Plant:
         stages *= 2.0
         stages += v0
         stages += v4
-        work = (h / 6.0) * float(tau @ stages)
+        work = (h / 6.0) * float(tau @ stages) + contact_work
 
         self.last_acceleration = k1v
         return q_new, v_new, momentum, work, M

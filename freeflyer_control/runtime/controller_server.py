@@ -94,7 +94,7 @@ class ControllerServer:
     """Args:
     ff: the controller's robot model.
     rate: control rate, Hz.
-    controller: computed_torque or resolved_rate.
+    controller: computed_torque, resolved_rate or impedance (control.loop.CONTROLLERS).
     mode: initial mode.
     watchdog_timeout: seconds (default 1.5 control periods: a stopped input is answered with a
         zero command at the second tick after its last message).
@@ -136,6 +136,7 @@ class ControllerServer:
         self._control_time = 0.0
         self._rearm: str = ""            # the clock step being recovered from
         self._fresh_since: float | None = None
+        self._warned: set[str] = set()
 
     # --- inputs ---------------------------------------------------------------------------
     def on_joint_state(self, names, positions, velocities, now: float) -> bool:
@@ -246,7 +247,7 @@ class ControllerServer:
             mode = Mode.parse(name)
         except ValueError as exc:
             return str(exc)
-        return mode_support(self.ff, mode)
+        return mode_support(self.ff, mode) or self.loop.law_refuses(mode)
 
     def request_mode(self, name: str, now: float, cause: str) -> ModeSwitch:
         return self.loop.request_mode(name, self._reference_time(now), cause)
@@ -257,6 +258,18 @@ class ControllerServer:
 
     def set_controller(self, name: str) -> None:
         self.loop.set_controller(name)  # restarts the joint reference at the measured pose
+
+    @property
+    def warnings(self) -> list[str]:
+        """The control laws' one-time warnings so far (ControlLoop.warnings), for /diagnostics."""
+        return self.loop.warnings
+
+    def new_warnings(self) -> list[str]:
+        """The warnings not returned by an earlier call: what the node logs, once each."""
+        warnings = self.loop.warnings
+        fresh = [w for w in warnings if w not in self._warned]
+        self._warned.update(fresh)
+        return fresh
 
     def estop(self, now: float, reason: str = "e-stop") -> None:
         if not self.estopped:

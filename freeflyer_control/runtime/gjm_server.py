@@ -1,4 +1,5 @@
-"""The GJM node's logic: the GJM of each configured frame at the latest measured state."""
+"""The GJM node's logic: the GJM and the operational-space inertia Lambda of each configured
+frame at the latest measured state."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.gjm import GJM, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.operational_space import OperationalSpaceInertia, operational_space_inertia
 from freeflyer_control.physics.singularity import (
     BLOCKS,
     SIGMA_NEAR,
@@ -34,6 +36,10 @@ class GjmOutput:
         measures: of the whole matrix (the /gjm/<frame>/singularity message, unchanged).
         blocks: translational, rotational and full (physics.singularity.block_measures).
         blocks_array: ``blocks`` as a 3 x 4 message layout (rows BLOCKS, columns BLOCK_MEASURES).
+        osi: Lambda of the frame origin in the mode (physics.operational_space).
+        osi_array: Lambda as the /osi/<frame> layout (rows and columns labelled with the
+            GJM's row names, comma-separated), or None where Lambda is singular (not inverted,
+            not published).
     """
 
     gjm: GJM
@@ -41,6 +47,8 @@ class GjmOutput:
     measures: SingularityMeasures
     blocks: dict[str, BlockMeasures]
     blocks_array: MultiArrayFields
+    osi: OperationalSpaceInertia | None = None
+    osi_array: MultiArrayFields | None = None
 
 
 class GjmServer:
@@ -79,8 +87,11 @@ class GjmServer:
             G = generalized_jacobian(self.ff, self.data, state, self.mode, frame)
             blocks = block_measures(G.matrix, G.row_names)
             table = np.array([[getattr(blocks[b].measures, m) for m in BLOCK_MEASURES] for b in BLOCKS], dtype=float)
+            osi = operational_space_inertia(self.ff, self.data, state.q, self.mode, frame)
+            labels = ",".join(osi.row_names)
             out[frame] = GjmOutput(G, matrix_to_multiarray(G.matrix, "twist", "actuated"), blocks["full"].measures,
-                                   blocks, matrix_to_multiarray(table, ",".join(BLOCKS), ",".join(BLOCK_MEASURES)))
+                                   blocks, matrix_to_multiarray(table, ",".join(BLOCKS), ",".join(BLOCK_MEASURES)),
+                                   osi, None if osi.singular else matrix_to_multiarray(osi.matrix, labels, labels))
         return out
 
     def singularity_status(self, outputs: dict[str, GjmOutput]) -> "GjmStatus":
@@ -105,6 +116,13 @@ class GjmServer:
             if line:
                 warnings.append(line)
                 near.add(frame)
+            if out.osi is not None:
+                values[f"{frame} osi"] = "published" if out.osi_array is not None else "singular"
+                if out.osi.singular:
+                    warnings.append(f"{frame}: Lambda is singular in {self.mode.value} mode (Lambda^-1 rank "
+                                    f"{out.osi.rank} of {len(out.osi.row_names)}: a kinematic singularity); "
+                                    f"/osi/{frame} is not published")
+                    near.add(frame)
         announce = bool(near - self._near)
         self._near = near
         if warnings:

@@ -133,3 +133,34 @@ def run_metrics(ff, series: Mapping[str, np.ndarray], task_space: bool) -> dict:
         out["min_sigma"] = None  # not a figure of joint-space maneuvers
     out["not_available"] = missing
     return out
+
+
+def contact_metrics(series: Mapping[str, np.ndarray], missing: dict[str, str]) -> dict:
+    """Figures of a run with a wall (ee-contact), over the samples with a force setpoint > 0:
+    RMS and final error of the contact force against its setpoint (N); the peak base reaction
+    (the wrench the arm and wheels exert on the base, world axes, about the base_link origin:
+    force N, torque N m); the largest change of the base velocity from its value when the
+    press began (m/s, rad/s; world axes). Unavailable figures are None, with the reason added
+    to ``missing``."""
+    out: dict = {}
+    names = ("contact_force_rms_error_n", "contact_force_final_error_n", "peak_base_reaction_force_n",
+             "peak_base_reaction_torque_nm", "base_linear_velocity_change_m_s",
+             "base_angular_velocity_change_rad_s")
+    try:
+        setpoint = _signal(series, "contact_force_setpoint")[:, 0]
+        pressing = setpoint > 0
+        if not pressing.any():
+            raise Unavailable("the run ended before the press began")
+        err = _signal(series, "contact_force_normal")[pressing, 0] - setpoint[pressing]
+        reaction = _signal(series, "base_reaction")[pressing]
+        lin = _signal(series, "base_linear_velocity")[pressing]
+        ang = _signal(series, "base_angular_velocity")[pressing]
+        values = (np.sqrt(np.mean(err ** 2)), abs(err[-1]), np.linalg.norm(reaction[:, :3], axis=1).max(),
+                  np.linalg.norm(reaction[:, 3:], axis=1).max(), np.linalg.norm(lin - lin[0], axis=1).max(),
+                  np.linalg.norm(ang - ang[0], axis=1).max())
+        out.update({name: float(value) for name, value in zip(names, values)})
+    except Unavailable as why:
+        for name in names:
+            out[name] = None
+            missing[name] = str(why)
+    return out

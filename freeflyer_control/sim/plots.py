@@ -18,6 +18,8 @@ file                   what it shows
                        target moves in most, and the position error over time, mm
 ``singularity.png``    task-space maneuvers (when recorded): sigma_min of the commanded task rows
                        of the GJM over time, with the threshold where resolved rate damps
+``contact_force.png``  ee-contact: the contact force into the wall against its setpoint, N;
+                       below, the base reaction (force N, torque N m) over time
 =====================  =====================================================================
 
 Mode switches are vertical lines (dashed: accepted, labelled with the new mode; dotted: refused)
@@ -41,7 +43,7 @@ COM_MIN_HALF_RANGE_M = 1e-3
 MOMENTUM_MIN_HALF_RANGE = 1e-9
 # Every file write_plots may write (the module docstring's table).
 PLOT_FILES = ("joint_rates.png", "joint_angles.png", "momentum.png", "system_com.png",
-              "ee_tracking.png", "singularity.png")
+              "ee_tracking.png", "singularity.png", "contact_force.png")
 
 
 def matplotlib_missing() -> str | None:
@@ -382,11 +384,38 @@ def _plot_singularity(result, out: Path, plt, switches) -> Path:
     return _finish(fig, [ax], out / "singularity.png", plt)
 
 
+def _plot_contact(result, out: Path, plt, switches) -> Path:
+    t = _time(result)
+    force = np.asarray(result.series["contact_force_normal"], dtype=float).reshape(-1)
+    setpoint = np.asarray(result.series["contact_force_setpoint"], dtype=float).reshape(-1)
+    reaction = np.asarray(result.series["base_reaction"], dtype=float).reshape(t.size, 6)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    ax1.plot(t, force, color="C0", lw=1.6, label="contact force (into the wall)")
+    ax1.plot(t, setpoint, color="0.3", lw=1.0, ls="--", label="setpoint")
+    pressing = setpoint > 0
+    if pressing.any():
+        err = force[pressing] - setpoint[pressing]
+        _text_box(ax1, f"RMS error {np.sqrt(np.mean(err ** 2)):.3g} N, final {abs(err[-1]):.3g} N",
+                  loc="lower right")
+    ax1.set_ylabel("force (N)")
+    ax1.set_title(_title(result, "Contact force against its setpoint, and the base reaction"), fontsize=10)
+    _legend(ax1)
+    ax2.plot(t, np.linalg.norm(reaction[:, :3], axis=1), color="C1", lw=1.4, label="|force| on the base (N)")
+    ax2.plot(t, np.linalg.norm(reaction[:, 3:], axis=1), color="C2", lw=1.4,
+             label="|torque| on the base (N m, about base_link)")
+    ax2.set_xlabel("time (s)")
+    ax2.set_ylabel("base reaction")
+    _legend(ax2)
+    _mark_switches([ax1, ax2], switches)
+    return _finish(fig, [ax1, ax2], out / "contact_force.png", plt)
+
+
 def write_plots(result, out_dir) -> list[Path]:
     """Write the plots of ``result`` (see the module docstring) into ``out_dir``; their paths.
 
     ``ee_tracking.png`` only for runs with end-effector targets; ``singularity.png`` only when
-    sigma_min was recorded (task-space runs).
+    sigma_min was recorded (task-space runs); ``contact_force.png`` only for runs with a wall
+    (ee-contact).
     """
     import matplotlib
 
@@ -408,4 +437,6 @@ def write_plots(result, out_dir) -> list[Path]:
     sigma = result.series.get("sigma_min")
     if sigma is not None and np.asarray(sigma).size and np.isfinite(sigma).any():
         paths.append(_plot_singularity(result, out, plt, switches))
+    if "contact_force_normal" in result.series and len(result.series["contact_force_normal"]):
+        paths.append(_plot_contact(result, out, plt, switches))
     return paths

@@ -21,6 +21,8 @@ from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, 
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.physics.actuators import generalized_forces
+from freeflyer_control.physics.contact import ContactSample, WallContact, base_reaction
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import (
@@ -33,7 +35,7 @@ from freeflyer_control.physics.state import (
 )
 from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.limits import run_size_problem
-from freeflyer_control.sim.metrics import run_metrics
+from freeflyer_control.sim.metrics import contact_metrics, run_metrics
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 from freeflyer_control.sim.perturbation import Perturbation
 
@@ -56,6 +58,7 @@ class SimConfig:
         stretched out, as in Wilde et al.), the robot's ready pose for end-effector ones.
     perturbation: the robot as flown vs as designed (:mod:`freeflyer_control.sim.perturbation`);
         None: none. Only the Python engine applies it.
+    wall_mass: kg, ee-contact only: the wall is a free body of this mass (None: fixed).
     """
 
     robot: str = DEFAULT_ROBOT
@@ -74,6 +77,7 @@ class SimConfig:
     log_rate: float = 50.0
     initial_joint_positions: dict[str, float] | None = None
     perturbation: Perturbation | None = None
+    wall_mass: float | None = None
 
     def validate(self) -> None:
         if not (np.isfinite(self.rate) and self.rate > 0):
@@ -84,6 +88,10 @@ class SimConfig:
             raise ValueError(f"plant_substeps must be >= 1, got {self.plant_substeps}")
         if not (np.isfinite(self.log_rate) and self.log_rate > 0):
             raise ValueError(f"log_rate must be a positive number of Hz, got {self.log_rate}")
+        if self.wall_mass is not None and (self.maneuver != "ee-contact" or not (
+                np.isfinite(self.wall_mass) and self.wall_mass > 0)):
+            raise ValueError(f"wall_mass is the mass of ee-contact's floating wall, a finite number of kg > 0; "
+                             f"got {self.wall_mass} with maneuver '{self.maneuver}'")
         for _, mode in self.mode_schedule:
             Mode.parse(mode)
         problem = schedule_problem(self.mode_schedule, "mode_schedule")
@@ -120,7 +128,7 @@ class Recorder:
     """Samples the closed loop into named time series, and into ``stream`` (timeseries.csv as
     the run goes) if one is given."""
 
-    def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None):
+    def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None, contact: bool = False):
         self.ff = ff
         self.data = ff.create_data()
         self.rows: dict[str, list[np.ndarray]] = {}
@@ -150,10 +158,19 @@ class Recorder:
         }
         for group in ("total", "base", "arm"):
             self.columns[f"momentum_{group}"] = ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+        if contact:  # a run with a wall (ee-contact): see contact_samples
+            self.columns.update({
+                "contact_force": ["fx", "fy", "fz"],
+                "contact_force_normal": ["force_N"],
+                "contact_force_setpoint": ["setpoint_N"],
+                "base_reaction": ["fx", "fy", "fz", "mx", "my", "mz"],
+                "wall": ["offset_m", "speed_m_s"],  # along the wall normal (0 for a fixed wall)
+            })
         if stream is not None:
             stream.begin(self.columns)
 
-    def record(self, t: float, state: State, info, actuation, mode: Mode | None = None) -> None:
+    def record(self, t: float, state: State, info, actuation, mode: Mode | None = None,
+               extra: dict[str, np.ndarray] | None = None) -> None:
         """One sample of the plant ``state`` at ``t`` (s) and of the controller's tick ``info``.
 
         ``info`` None (a controller that has not ticked yet, e.g. waiting for a testbed's
@@ -195,6 +212,7 @@ class Recorder:
             "momentum_total": momenta["total"],
             "momentum_base": momenta["base"],
             "momentum_arm": momenta["arm"],
+            **(extra or {}),
         }
         self.extend({key: np.asarray(value, dtype=float).reshape(-1) for key, value in sample.items()})
 
@@ -273,7 +291,11 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     plant = Plant(perturbation.plant_model(ff), state, dt / substeps)
-    recorder = Recorder(ff, stream)
+    has_wall = getattr(maneuver, "wall_point", None) is not None
+    if has_wall:
+        plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal,
+                                    mass=config.wall_mass)
+    recorder = Recorder(ff, stream, contact=has_wall)
     n_ticks = int(round(duration * config.rate))
     log_every = max(1, int(round(config.rate / config.log_rate)))
 
@@ -292,9 +314,11 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
             while schedule and schedule[0][0] <= t + 1e-12:
                 t_s, m = schedule.pop(0)
                 loop.request_mode(m, t, f"schedule at {t_s:g} s")
-            actuation, info = loop.tick(t, measure(t, plant.state), dt)
+            contact = plant.contact.sample(plant.state.q, plant.state.v) if plant.contact else None
+            actuation, info = loop.tick(t, measure(t, plant.state), dt, None if contact is None else contact.force)
             if k % log_every == 0 or k == n_ticks:
-                recorder.record(t, plant.state, info, actuation)
+                extra = None if contact is None else contact_samples(plant, actuation, contact, maneuver, t)
+                recorder.record(t, plant.state, info, actuation, extra=extra)
             if k == n_ticks:
                 break
             try:
@@ -320,6 +344,20 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result.summary["engine"] = "python"
     result.summary["plant_diverged"] = diverged
     return result
+
+
+def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t: float) -> dict:
+    """The contact series of one sample: the force on the end-effector (world, N), its
+    component into the wall and the setpoint (N), and the base reaction (world, [N; N m]
+    about the base_link origin, :func:`~freeflyer_control.physics.contact.base_reaction`)."""
+    ff, state = plant.ff, plant.state
+    a = plant.acceleration(state.q, state.v, generalized_forces(ff, state.q, actuation, state.v))
+    reaction = base_reaction(ff, plant.contact.data, state.q, state.v, a, contact, plant.contact.fid)
+    return {"contact_force": contact.force,
+            "contact_force_normal": np.array([float(plant.contact.normal @ contact.force)]),
+            "contact_force_setpoint": np.array([maneuver.force_reference(t)]),
+            "base_reaction": reaction,
+            "wall": np.array([plant.contact.offset, plant.contact.speed])}
 
 
 def stopped_result(ff: FreeFlyerModel, config: SimConfig, recorder: Recorder, loop: ControlLoop | None,
@@ -375,6 +413,11 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
         final_mode = list(Mode)[int(recorded[-1, 0])].value if len(recorded) else None
         maneuver, base_actuation, switches = make_maneuver(result.config.maneuver), None, None
     metrics = run_metrics(ff, result.series, maneuver.task_space)
+    if "contact_force_normal" in result.series:
+        metrics.update(contact_metrics(result.series, metrics["not_available"]))
+        metrics["wall_mass_kg"] = result.config.wall_mass
+        moving = result.series.get("wall")
+        metrics["wall_final_speed_m_s"] = float(moving[-1, 1]) if moving is not None and len(moving) else None
     not_available = metrics.pop("not_available")
     if loop is None:
         not_available["mode_switches"] = not_available["base_actuation"] = \
