@@ -162,16 +162,11 @@ def _clip(x: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float) -> np.n
     return np.minimum(np.maximum(x, lo), hi)  # np.clip's dispatch costs more on tiny arrays
 
 
-def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
-    """Clip every command to what the hardware can do.
-
-    Arm torques to the URDF effort limits, wheel torques to +-max_torque (and to zero where a
-    wheel at its speed limit would be pushed faster, if ``v`` is given), thrusters to
-    [0, max_force], the ideal base wrench to :func:`base_wrench_limits`. Raises ValueError for
-    wrong sizes or non-finite values.
-    """
+def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
+    """(arm, wheels, thrusters, base wrench) of :func:`saturate`; an empty command for actuators
+    the robot has none of, and None for a zero ideal base wrench."""
     effort = ff.arm_effort_limits
-    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), -effort, effort)
+    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), _negated(ff, effort), effort)
 
     wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
     if wheels.size:
@@ -185,25 +180,46 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
     if thrust.size:
         thrust = _clip(thrust, 0.0, ff.thruster_max_forces)
 
-    wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
-    if wrench.any():
-        wrench = limit_base_wrench(ff, wrench)
-    return Actuation(arm, wheels, thrust, wrench)
+    wrench = None
+    if np.size(act.base_wrench_world):  # an empty command is a zero wrench: skip its checks
+        wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
+        wrench = limit_base_wrench(ff, wrench) if wrench.any() else None
+    return arm, wheels, thrust, wrench
+
+
+_NEGATED: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
+
+
+def _negated(ff: FreeFlyerModel, limits: np.ndarray) -> np.ndarray:
+    """-``ff.arm_effort_limits``, built once per robot (saturation runs on every step)."""
+    return _per_robot(_NEGATED, ff, lambda _: -limits)
+
+
+def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
+    """Clip every command to what the hardware can do.
+
+    Arm torques to the URDF effort limits, wheel torques to +-max_torque (and to zero where a
+    wheel at its speed limit would be pushed faster, if ``v`` is given), thrusters to
+    [0, max_force], the ideal base wrench to :func:`base_wrench_limits`. Raises ValueError for
+    wrong sizes or non-finite values.
+    """
+    arm, wheels, thrust, wrench = _saturated(ff, act, v)
+    return Actuation(arm, wheels, thrust, np.zeros(ff.nb) if wrench is None else wrench)
 
 
 def generalized_forces(
     ff: FreeFlyerModel, q: np.ndarray, act: Actuation, v: np.ndarray | None = None
 ) -> np.ndarray:
     """Generalized forces (nv,) of the saturated actuation, ordered like Pinocchio's ``v``."""
-    act = saturate(ff, act, v)
+    arm, wheels, thrust, wrench = _saturated(ff, act, v)
     tau = np.zeros(ff.model.nv)
-    tau[ff.arm_v_indices] = act.arm_torques
-    if act.wheel_torques.size:
-        tau[ff.wheel_v_indices] = act.wheel_torques
-    if act.thruster_forces.any():
-        tau[: ff.nb] += thruster_matrix(ff) @ act.thruster_forces
-    if act.base_wrench_world.any():
-        tau[: ff.nb] += world_wrench_to_local(ff, q, act.base_wrench_world)
+    tau[ff.arm_v_indices] = arm
+    if wheels.size:
+        tau[ff.wheel_v_indices] = wheels
+    if thrust.size and thrust.any():
+        tau[: ff.nb] += thruster_matrix(ff) @ thrust
+    if wrench is not None:
+        tau[: ff.nb] += world_wrench_to_local(ff, q, wrench)
     return tau
 
 
