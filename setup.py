@@ -61,6 +61,8 @@ setup(
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
         # Optional: a compiled lockstep path for `freeflyer sim` (floating, computed torque).
         'fast': ['numba>=0.60'],
+        # Optional benchmark peers (bench/bench_spart.py): never imported by the package.
+        'bench': ['spartpy'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',

@@ -164,11 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         f"robot {urdf} (--base spatial --ee Link_EE); {args.repeats} repeats x {args.batch} calls "
         f"per function, interleaved ({elapsed:.1f} s)",
     ]
-    text = "\n".join(facts) + "\n\n" + table(measured)
-    print(text)
-    if args.markdown:
-        args.markdown.write_text(text + "\n")
-        print(f"wrote {args.markdown}")
+    bench_core.emit(facts, table(measured), args.markdown)
     return 0
 
 
