@@ -31,9 +31,9 @@ This is a benchmark, not a test: nothing in test/ depends on timings.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,9 +64,13 @@ def spart_urdf():
 
 
 def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the URDF's joints have no <limit>: one warning each
+    loader_log = logging.getLogger("freeflyer_control.model.loader")
+    level = loader_log.level
+    loader_log.setLevel(logging.ERROR)  # the URDF's joints have no <limit>: one warning each
+    try:
         ff = load_robot(str(urdf), base="spatial", end_effectors=["Link_EE"])
+    finally:
+        loader_log.setLevel(level)
     model, data = ff.model, ff.create_data()
     nj = ff.nj
     states = [make_state(ff, base_orientation_xyzw=(quat := rng.normal(size=4)) / np.linalg.norm(quat),

@@ -12,6 +12,7 @@ from freeflyer_control.physics.actuators import Actuation, generalized_forces, s
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.momentum import world_momentum, world_momentum_to_base_rows
 from freeflyer_control.physics.plant import base_bracket
+from freeflyer_control.physics.reduced import reduced_dynamics
 
 # Each entry is a sum of two or four products of O(1) numbers, formed in another order than
 # Pinocchio's: a few ulps.
@@ -64,3 +65,16 @@ def test_generalized_forces_place_exactly_the_saturated_commands(name):
     assert np.array_equal(tau[ff.wheel_v_indices], sat.wheel_torques)
     expected_base = thruster_matrix(ff) @ sat.thruster_forces if ff.thrusters else np.zeros(ff.nb)
     assert np.array_equal(tau[: ff.nb], expected_base)  # the same single product, bit for bit
+
+
+@pytest.mark.parametrize("mode", ["flying", "floating", "translation-flying"])
+def test_reduced_dynamics_leaves_a_given_mass_matrix_unchanged_and_matches_its_own(mode):
+    ff = robot("spatial_6link")
+    data = ff.create_data()
+    state = random_state(ff, np.random.default_rng(5))
+    M = mass_matrix(ff, data, state.q)
+    kept = M.copy()
+    given = reduced_dynamics(ff, data, state, mode, M=M)
+    assert np.array_equal(M, kept)
+    own = reduced_dynamics(ff, data, state, mode)
+    assert np.array_equal(given.H, own.H) and np.array_equal(given.C, own.C)  # same arithmetic

@@ -166,15 +166,17 @@ def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
     """(arm, wheels, thrusters, base wrench) of :func:`saturate`; an empty command for actuators
     the robot has none of, and None for a zero ideal base wrench."""
     effort = ff.arm_effort_limits
-    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), _negated(ff, effort), effort)
+    arm_low, wheel_low = _lower_limits(ff)
+    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), arm_low, effort)
 
     wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
     if wheels.size:
-        wheels = _clip(wheels, -ff.wheel_max_torques, ff.wheel_max_torques)
+        wheels = _clip(wheels, wheel_low, ff.wheel_max_torques)
         if v is not None:
-            speed = v[ff.wheel_v_indices]
-            pushing_past = (np.abs(speed) >= ff.wheel_max_speeds) & (wheels * speed > 0)
-            wheels = np.where(pushing_past, 0.0, wheels)
+            speed = v.take(ff.wheel_v_indices)
+            at_limit = np.abs(speed) >= ff.wheel_max_speeds
+            if at_limit.any():  # rare: only then the direction test
+                wheels = np.where(at_limit & (wheels * speed > 0), 0.0, wheels)
 
     thrust = _sized(act.thruster_forces, len(ff.thrusters), "thruster_forces")
     if thrust.size:
@@ -187,12 +189,13 @@ def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
     return arm, wheels, thrust, wrench
 
 
-_NEGATED: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
+_LOWER_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[np.ndarray, np.ndarray]]] = {}
 
 
-def _negated(ff: FreeFlyerModel, limits: np.ndarray) -> np.ndarray:
-    """-``ff.arm_effort_limits``, built once per robot (saturation runs on every step)."""
-    return _per_robot(_NEGATED, ff, lambda _: -limits)
+def _lower_limits(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
+    """(-arm effort limits, -wheel max torques), built once per robot: saturation runs on
+    every plant step and control tick."""
+    return _per_robot(_LOWER_LIMITS, ff, lambda f: (-f.arm_effort_limits, -f.wheel_max_torques))
 
 
 def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
