@@ -15,7 +15,9 @@ the order of all the functions, each sample a batch of consecutive calls; median
 * ``generalized_forces`` + ``forward_dynamics``: the same with the actuator map and
   saturation in front (done once per plant step, not once per right-hand side);
 * ``Plant.step`` / 4: a whole RKMK4 step (4 right-hand sides, 5 exponentials, the momentum
-  projection with its mass matrix, the divergence checks), per right-hand side.
+  projection with its mass matrix, the divergence checks), per right-hand side;
+* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed) / 4: what
+  the same step costs compiled, called from Python (no saturation, no divergence checks).
 
 The last column divides SPARTpy's median by each row's. SPARTpy is an optional benchmark peer
 (``pip install -e '.[bench]'``), never a dependency: without it the URDF cannot be found either,
@@ -128,7 +130,43 @@ def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case
         bench_core.Case(robot, "Plant.step / 4 (per right-hand side)", lambda: plant.step(act),
                         plant_reset),
     ]
-    return out
+    return out + compiled_case(ff, robot, states, taus)
+
+
+def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
+    """The compiled engine's plant step (sim/fast, numba) called from Python, for the record of
+    what a compiled step costs; [] where numba is missing or the kernels do not cover the robot.
+    The same step as Plant.step without the saturation and the divergence checks."""
+    from freeflyer_control.sim import fast
+
+    if not fast.available():
+        return []
+    from freeflyer_control.physics.momentum import world_momentum
+    from freeflyer_control.sim.fast import kernels as K
+    from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+
+    try:
+        km_full = kernel_model(ff)
+    except NotCovered:
+        return []
+    km, m, nb = km_full.arrays(), ff.model, ff.nb
+    ws = K.workspace(m.njoints - 1, m.nq, m.nv, nb)
+    M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
+    qn, vn, Mn, bn = np.empty(m.nq), np.empty(m.nv), np.empty((m.nv, m.nv)), np.empty(m.nv)
+    data = ff.create_data()
+    prepared = []
+    for s, tau in zip(states, taus):
+        K.mass_and_bias(km, s.q, s.v, M, b, ws)
+        prepared.append((s.q, s.v, tau, world_momentum(ff, data, s), M.copy(), b.copy()))
+    i = [0]
+
+    def step():
+        i[0] = (i[0] + 1) % len(prepared)
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        K.plant_step(km, km_full.planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
+
+    step()  # compile, or load numba's cache, before the warm-up
+    return [bench_core.Case(robot, "compiled plant_step / 4 (sim/fast kernel, numba)", step)]
 
 
 def table(cases_: list[bench_core.Case]) -> str:
@@ -136,7 +174,7 @@ def table(cases_: list[bench_core.Case]) -> str:
     peer = med.get(PEER)
     lines = ["| per call | median µs | p90 µs | SPARTpy / this |", "|---|---:|---:|---:|"]
     for c in cases_:
-        div = 4.0 if c.quantity.startswith("Plant.step") else 1.0
+        div = 4.0 if "/ 4" in c.quantity else 1.0
         m, p90 = med[c.quantity] / div / 1e3, float(np.percentile(c.samples, 90)) / div / 1e3
         ratio = f"{peer / (med[c.quantity] / div):.1f}×" if peer else "n/a"
         lines.append(f"| {c.quantity} | {m:.2f} | {p90:.2f} | {ratio} |")
