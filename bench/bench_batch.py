@@ -8,8 +8,9 @@ worker per CPU, for two engines:
 * compiled: floating mode, computed torque, the Wilde maneuver (the case sim/fast compiles);
 * python: flying mode, computed torque, the end-effector point maneuver (the Python engine).
 
-Each row is timed once, after a warm-up run per engine (numba's compilation, loaded from its
-cache after the first use, is not counted). The machine is shared: the load line says how busy
+Each row is timed once, after a warm-up per engine: one run in this process and one batch over
+the workers (numba's compilation, loaded from its cache after the first use, and the start of
+the fork server, once per process, are not counted). The machine is shared: the load line says how busy
 it was. Throughput = n_runs * simulated seconds per run / wall seconds of the whole batch.
 
 Usage (from the repository root):
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     stat0 = bench_core.cpu_times()
     for engine in engines:
         run_batch(configs(engine, 1, 0.05), workers=1)  # compile / load the engine
+        if cpus > 1:  # start the fork server once (import + engine load, ~1-2 s), as a campaign would
+            run_batch(configs(engine, cpus, 0.05), workers=cpus)
         for n in sizes:
             for workers in sorted({1, min(n, cpus)}):
                 t0 = time.perf_counter()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from importlib import metadata
 import sys
 import time
 from pathlib import Path
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed, stat1 = time.perf_counter() - t0, bench_core.cpu_times()
     facts = bench_core.machine_facts() + [
         bench_core.load_during(stat0, stat1),
-        f"robot {urdf} (--base spatial --ee Link_EE); {args.repeats} repeats x {args.batch} calls "
+        f"robot SPARTpy/urdf/{URDF} of spartpy {metadata.version('spartpy')} (--base spatial "
+        f"--ee Link_EE); {args.repeats} repeats x {args.batch} calls "
         f"per function, interleaved ({elapsed:.1f} s)",
     ]
     bench_core.emit(facts, table(measured), args.markdown)

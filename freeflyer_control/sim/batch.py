@@ -6,8 +6,9 @@ configuration gives (same engine choice, same physics, same summary). Runs are s
 worker processes, one per CPU by default: the physics and controllers are Python and
 Pinocchio calls that hold the GIL, so threads would not run them side by side.
 
-Workers are forked from a server process that has already imported the simulation (POSIX
-``forkserver``), so a worker starts in milliseconds and no worker inherits the caller's threads.
+Workers are forked from a server process that has already imported the simulation and loaded
+the compiled engine (POSIX ``forkserver``; :mod:`._batch_worker`), so a worker starts in
+milliseconds and no worker inherits the caller's threads.
 A worker sends back the time series and the summary; the robot model (not picklable in every
 Pinocchio build) is loaded once per distinct robot in the caller.
 """
@@ -67,7 +68,7 @@ def run_batch(configs: Sequence[SimConfig], *, workers: int | None = None,
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["freeflyer_control.sim.batch"])
+        ctx.set_forkserver_preload(["freeflyer_control.sim._batch_worker"])
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
         parts = list(pool.map(_run_one, configs, [fast] * len(configs)))
     robots: dict = {}
