@@ -55,7 +55,7 @@ def test_batched_runs_equal_single_runs_of_the_same_configs(workers):
         same_result(result, run_simulation(config))
 
 
-def test_a_bad_config_is_refused_before_any_run_naming_its_position():
+def test_a_bad_config_is_refused_with_its_position_in_the_batch():
     bad = SimConfig(robot="planar_4link", duration=-1.0)
     with pytest.raises(ValueError, match=r"^run 1 of the batch: duration must be a positive number of seconds, got -1.0$"):
         run_batch([CONFIGS[1], bad], workers=2)
