@@ -11,7 +11,12 @@ Prints a Markdown table of median per-call times (interleaved batches, like benc
 and then the real-time factor of ``freeflyer sim`` (``run_simulation``: plant + controller +
 logging in lockstep) at 1 kHz, for the robots given.
 
+``--matrix`` instead runs ``freeflyer sim`` at ``--rate`` on spatial_6link for every mode,
+controller and maneuver (thrusters; the wheels in rotation-floating), ``--sim-seconds`` each,
+on the engine ``run_simulation`` picks by default, and prints each run's real-time factor.
+
     python bench/bench_control.py [--robots spatial_6link planar_4link] [--sim-seconds 10]
+    python bench/bench_control.py --matrix [--sim-seconds 1]
 """
 
 from __future__ import annotations
@@ -111,6 +116,27 @@ def sim_rtf(name: str, seconds: float, rate: float, fast: bool) -> tuple[float, 
     return result.summary["real_time_factor"], wall
 
 
+def sim_matrix(robot: str, seconds: float, rate: float) -> None:
+    """Real-time factor of every mode x controller x maneuver (default engine choice)."""
+    from freeflyer_control.control.maneuvers import MANEUVERS
+    from freeflyer_control.physics.modes import Mode
+
+    print(f"| mode | controller | maneuver | engine | real-time factor at {rate:g} Hz |")
+    print("|---|---|---|---|---:|")
+    for mode in Mode:
+        for controller in ("computed_torque", "resolved_rate"):
+            for maneuver in MANEUVERS:
+                config = SimConfig(robot=robot, mode=mode.value, controller=controller,
+                                   maneuver=maneuver, duration=seconds, rate=rate)
+                try:
+                    summary = run_simulation(config).summary
+                except ValueError as exc:
+                    print(f"| {mode.value} | {controller} | {maneuver} | refused: {str(exc).split(';')[0]} | |")
+                    continue
+                print(f"| {mode.value} | {controller} | {maneuver} | {summary['engine']} | "
+                      f"{summary['real_time_factor']:.1f} |", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="+", default=["spatial_6link", "planar_4link"])
@@ -118,7 +144,15 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--sim-seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--matrix", action="store_true",
+                        help="every mode, controller and maneuver on spatial_6link instead")
     args = parser.parse_args(argv)
+    if args.matrix:
+        before = cpu_times()
+        sim_matrix("spatial_6link", args.sim_seconds, args.rate)
+        print(load_during(before, cpu_times()))
+        print("\n".join(machine_facts()))
+        return 0
 
     rng = np.random.default_rng(0)
     cases = [c for name in args.robots for c in control_cases(name, rng)]

@@ -3,8 +3,10 @@
 
 Measured, per robot:
 
-* raw Pinocchio: ``pin.crba`` + ``pin.computeFrameJacobian`` (what a GJM needs from C++);
-  the ratio column divides every row by this one, so the Python overhead is visible;
+* raw Pinocchio, the floors: ``pin.crba`` + ``pin.computeFrameJacobian`` (what a GJM needs
+  from C++), ``pin.crba`` + ``pin.nonLinearEffects`` (what H*/C* need), ``pin.aba`` (what forward
+  dynamics needs); the ratio column divides each row by its own floor (the plant step by the
+  first), so the Python overhead is visible;
 * GJM, floating and flying modes (``generalized_jacobian``, first end-effector);
 * H*/C*, floating and flying modes (``reduced_dynamics``);
 * forward dynamics: ``generalized_forces`` of an :class:`Actuation` + ``forward_dynamics``;
@@ -64,6 +66,9 @@ from freeflyer_control.physics.state import State, make_state  # noqa: E402
 
 DEFAULT_ROBOTS = ("planar_4link", "spatial_6link", "spatial_7dof")
 RAW = "raw Pinocchio (crba + computeFrameJacobian)"
+RAW_DYN = "raw Pinocchio (crba + nonLinearEffects)"
+# Which raw row each quantity's ratio divides by: the Pinocchio calls it is built on.
+FLOOR_OF = {"H*/C*": RAW_DYN, "forward dynamics": "raw Pinocchio (aba)"}
 TARGET = ("spatial_6link", "GJM floating", 30.0)  # robot, quantity, median budget in us
 PLANT_DT = 1e-3  # s; a step costs the same whatever dt is
 N_STATES = 16  # distinct random states per robot, cycled through by the calls
@@ -171,6 +176,17 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
         pin.crba(model, data, q)
         pin.computeFrameJacobian(model, data, q, fid, LWA)
 
+    def raw_dyn():
+        s = pool.next()
+        pin.crba(model, data, s.q)
+        pin.nonLinearEffects(model, data, s.q, s.v)
+
+    tau_fd = np.zeros(model.nv)
+
+    def raw_aba():
+        s = pool.next()
+        pin.aba(model, data, s.q, s.v, tau_fd)
+
     def gjm(mode: str) -> Callable[[], object]:
         return lambda: generalized_jacobian(ff, data, pool.next(), mode, ee)
 
@@ -187,6 +203,8 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
 
     cases = [
         Case(name, RAW, raw),
+        Case(name, RAW_DYN, raw_dyn),
+        Case(name, FLOOR_OF["forward dynamics"], raw_aba),
         Case(name, "GJM floating", gjm("floating")),
         Case(name, "GJM flying", gjm("flying")),
         Case(name, "H*/C* floating", reduced("floating")),
@@ -207,8 +225,9 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
 
 def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
     for case in cases:
-        case.reset()
-        for _ in range(warmup):
+        for i in range(warmup):
+            if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
+                case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
             case.call()
     clock = time.perf_counter_ns
     gc_was_enabled = gc.isenabled()
@@ -290,18 +309,30 @@ def machine_facts() -> list[str]:
     return facts
 
 
+def emit(facts: list[str], table: str, markdown: Path | None) -> None:
+    """Print the machine facts and a result table; also write them to ``markdown`` if given."""
+    text = "\n".join(facts) + "\n\n" + table
+    print("\n" + text)
+    if markdown:
+        markdown.write_text(text + "\n")
+        print(f"wrote {markdown}")
+
+
 def summarise(cases: list[Case]) -> list[tuple[str, str, float, float, float]]:
-    raw = {c.robot: float(np.median(c.samples)) for c in cases if c.quantity == RAW}
+    medians = {(c.robot, c.quantity): float(np.median(c.samples)) for c in cases}
     rows = []
     for c in cases:
         med = float(np.median(c.samples)) / 1e3
         p90 = float(np.percentile(c.samples, 90)) / 1e3
-        rows.append((c.robot, c.quantity, med, p90, med * 1e3 / raw[c.robot]))
+        floor = next((raw for prefix, raw in FLOOR_OF.items() if c.quantity.startswith(prefix)), RAW)
+        if c.quantity.startswith("raw Pinocchio"):
+            floor = c.quantity
+        rows.append((c.robot, c.quantity, med, p90, med * 1e3 / medians[(c.robot, floor)]))
     return rows
 
 
 def markdown_table(rows) -> str:
-    lines = ["| robot | quantity | median µs | p90 µs | ratio to raw Pinocchio |",
+    lines = ["| robot | quantity | median µs | p90 µs | ratio to its raw Pinocchio floor |",
              "|---|---|---:|---:|---:|"]
     for robot, quantity, med, p90, ratio in rows:
         lines.append(f"| {robot} | {quantity} | {med:.1f} | {p90:.1f} | {ratio:.1f} |")

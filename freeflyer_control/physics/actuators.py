@@ -162,6 +162,42 @@ def _clip(x: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float) -> np.n
     return np.minimum(np.maximum(x, lo), hi)  # np.clip's dispatch costs more on tiny arrays
 
 
+def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
+    """(arm, wheels, thrusters, base wrench) of :func:`saturate`; an empty command for actuators
+    the robot has none of, and None for a zero ideal base wrench."""
+    effort = ff.arm_effort_limits
+    arm_low, wheel_low = _lower_limits(ff)
+    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), arm_low, effort)
+
+    wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
+    if wheels.size:
+        wheels = _clip(wheels, wheel_low, ff.wheel_max_torques)
+        if v is not None:
+            speed = v.take(ff.wheel_v_indices)
+            at_limit = np.abs(speed) >= ff.wheel_max_speeds
+            if at_limit.any():  # rare: only then the direction test
+                wheels = np.where(at_limit & (wheels * speed > 0), 0.0, wheels)
+
+    thrust = _sized(act.thruster_forces, len(ff.thrusters), "thruster_forces")
+    if thrust.size:
+        thrust = _clip(thrust, 0.0, ff.thruster_max_forces)
+
+    wrench = None
+    if np.size(act.base_wrench_world):  # an empty command is a zero wrench: skip its checks
+        wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
+        wrench = limit_base_wrench(ff, wrench) if wrench.any() else None
+    return arm, wheels, thrust, wrench
+
+
+_LOWER_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _lower_limits(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
+    """(-arm effort limits, -wheel max torques), built once per robot: saturation runs on
+    every plant step and control tick."""
+    return _per_robot(_LOWER_LIMITS, ff, lambda f: (-f.arm_effort_limits, -f.wheel_max_torques))
+
+
 def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:
     """Clip every command to what the hardware can do.
 
@@ -170,40 +206,23 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
     [0, max_force], the ideal base wrench to :func:`base_wrench_limits`. Raises ValueError for
     wrong sizes or non-finite values.
     """
-    effort = ff.arm_effort_limits
-    arm = _clip(_sized(act.arm_torques, effort.size, "arm_torques"), -effort, effort)
-
-    wheels = _sized(act.wheel_torques, len(ff.wheel_joint_names), "wheel_torques")
-    if wheels.size:
-        wheels = _clip(wheels, -ff.wheel_max_torques, ff.wheel_max_torques)
-        if v is not None:
-            speed = v[ff.wheel_v_indices]
-            pushing_past = (np.abs(speed) >= ff.wheel_max_speeds) & (wheels * speed > 0)
-            wheels = np.where(pushing_past, 0.0, wheels)
-
-    thrust = _sized(act.thruster_forces, len(ff.thrusters), "thruster_forces")
-    if thrust.size:
-        thrust = _clip(thrust, 0.0, ff.thruster_max_forces)
-
-    wrench = _sized(act.base_wrench_world, ff.nb, "base_wrench_world")
-    if wrench.any():
-        wrench = limit_base_wrench(ff, wrench)
-    return Actuation(arm, wheels, thrust, wrench)
+    arm, wheels, thrust, wrench = _saturated(ff, act, v)
+    return Actuation(arm, wheels, thrust, np.zeros(ff.nb) if wrench is None else wrench)
 
 
 def generalized_forces(
     ff: FreeFlyerModel, q: np.ndarray, act: Actuation, v: np.ndarray | None = None
 ) -> np.ndarray:
     """Generalized forces (nv,) of the saturated actuation, ordered like Pinocchio's ``v``."""
-    act = saturate(ff, act, v)
+    arm, wheels, thrust, wrench = _saturated(ff, act, v)
     tau = np.zeros(ff.model.nv)
-    tau[ff.arm_v_indices] = act.arm_torques
-    if act.wheel_torques.size:
-        tau[ff.wheel_v_indices] = act.wheel_torques
-    if act.thruster_forces.any():
-        tau[: ff.nb] += thruster_matrix(ff) @ act.thruster_forces
-    if act.base_wrench_world.any():
-        tau[: ff.nb] += world_wrench_to_local(ff, q, act.base_wrench_world)
+    tau[ff.arm_v_indices] = arm
+    if wheels.size:
+        tau[ff.wheel_v_indices] = wheels
+    if thrust.size and thrust.any():
+        tau[: ff.nb] += thruster_matrix(ff) @ thrust
+    if wrench is not None:
+        tau[: ff.nb] += world_wrench_to_local(ff, q, wrench)
     return tau
 
 

@@ -101,15 +101,18 @@ def world_momentum(ff: FreeFlyerModel, data: pin.Data, state: State) -> np.ndarr
 def world_momentum_to_base_rows(ff: FreeFlyerModel, q: np.ndarray, h_world: np.ndarray) -> np.ndarray:
     """[R^T P; R^T L_B] (planar [R^T P_xy; L_Bz]): the momentum rows M[:nb] v of the base
     equations, from the momentum about the world origin (see :func:`world_momentum`)."""
-    R = base_rotation(ff, q)
-    r_B = base_position(ff, q)
+    # Once per plant step: on Python floats, which cost less than NumPy calls on 3-vectors.
     if ff.base == "planar":
-        P = np.array([h_world[0], h_world[1], 0.0])
-        L_Bz = h_world[2] - cross3(r_B, P)[2]
-        lin = R.T @ P
-        return np.array([lin[0], lin[1], L_Bz])
+        x, y, c, s = q[:4].tolist()
+        Px, Py, L_Oz = h_world.tolist()
+        # R^T P with R the yaw rotation [[c, -s], [s, c]]; L_Bz = L_Oz - (r_B x P)_z.
+        return np.array([c * Px + s * Py, -s * Px + c * Py, L_Oz - (x * Py - y * Px)])
+    R = base_rotation(ff, q)
     P, L_O = h_world[:3], h_world[3:]
-    return np.concatenate([R.T @ P, R.T @ (L_O - cross3(r_B, P))])
+    rows = np.empty(6)
+    rows[:3] = P @ R  # R^T P
+    rows[3:] = (L_O - cross3(q[:3], P)) @ R
+    return rows
 
 
 def base_wrench_about_world_origin(ff: FreeFlyerModel, q: np.ndarray, tau_base: np.ndarray) -> np.ndarray:

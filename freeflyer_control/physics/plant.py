@@ -48,10 +48,12 @@ new state is assigned). A step fails when
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg.blas import dnrm2
 
 from freeflyer_control.errors import FreeFlyerError
 from freeflyer_control.model.loader import FreeFlyerModel
@@ -70,25 +72,39 @@ from freeflyer_control.physics.state import State
 def base_bracket(base: str, xi: np.ndarray, eta: np.ndarray) -> np.ndarray:
     """Lie bracket [xi, eta] of two base velocities in Pinocchio's local coordinates.
 
-    Spatial, se(3) with (v, w) order: [w1 x v2 + v1 x w2; w1 x w2].
+    Spatial, se(3) with (v, w) order: [w1 x v2 + v1 x w2; w1 x w2] (Pinocchio's
+    ``Motion.cross``; test_plant checks the two agree).
     Planar, se(2) with (vx, vy, wz): [w1 J v2 - w2 J v1; 0] with J the 90-degree rotation.
     """
+    return np.array(_bracket(base, xi.tolist(), eta.tolist()))
+
+
+def _bracket(base: str, xi: list, eta: list) -> list:
+    """:func:`base_bracket` on Python floats. It runs six times per plant step, on 3- and
+    6-vectors, where scalar arithmetic costs less than NumPy's per-call overhead (or wrapping
+    the vectors in ``pin.Motion``: ~3 us a bracket)."""
     if base == "planar":
         w1, w2 = xi[2], eta[2]
-        return np.array([
-            -w1 * eta[1] + w2 * xi[1],
-            w1 * eta[0] - w2 * xi[0],
-            0.0,
-        ])
-    return pin.Motion(xi).cross(pin.Motion(eta)).vector  # Pinocchio's se(3) bracket
+        return [-w1 * eta[1] + w2 * xi[1], w1 * eta[0] - w2 * xi[0], 0.0]
+    v1x, v1y, v1z, w1x, w1y, w1z = xi
+    v2x, v2y, v2z, w2x, w2y, w2z = eta
+    return [
+        (w1y * v2z - w1z * v2y) + (v1y * w2z - v1z * w2y),
+        (w1z * v2x - w1x * v2z) + (v1z * w2x - v1x * w2z),
+        (w1x * v2y - w1y * v2x) + (v1x * w2y - v1y * w2x),
+        w1y * w2z - w1z * w2y,
+        w1z * w2x - w1x * w2z,
+        w1x * w2y - w1y * w2x,
+    ]
 
 
 def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
     """theta' for body velocity ``v`` at algebra point ``theta`` (base part corrected)."""
     out = v.copy()
-    t, vb = theta[:nb], v[:nb]
-    first = base_bracket(base, t, vb)
-    out[:nb] += 0.5 * first + base_bracket(base, t, first) / 12.0
+    t, vb = theta[:nb].tolist(), v[:nb].tolist()
+    first = _bracket(base, t, vb)
+    second = _bracket(base, t, first)
+    out[:nb] = [x + 0.5 * a + b / 12.0 for x, a, b in zip(vb, first, second)]
     return out
 
 
@@ -223,7 +239,10 @@ class Plant:
             # Saturation (e.g. wheel speed limits) is decided once per step, at its start.
             tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0)
         try:
-            q_new, v_new, momentum, work, M = self._integrate(q0, v0, tau)
+            # A diverging step overflows on its way to the check below, which says why in one
+            # line: numpy's overflow warnings would only repeat it, less clearly (0.7 us a step).
+            with np.errstate(over="ignore", invalid="ignore"):
+                q_new, v_new, momentum, work, M = self._integrate(q0, v0, tau)
             reason = self._divergence(q_new, v_new, work, M)
         except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN inside Pinocchio or LAPACK
             reason = f"the dynamics could not be evaluated ({exc})"
@@ -246,40 +265,55 @@ class Plant:
         base, nb = ff.base, ff.nb
 
         self._contact_stages = [] if self.contact is not None else None
+        # Stage arithmetic on whole vectors, a few temporaries each: at nv ~ 13 a NumPy call costs
+        # more than its flops, so the stage sums are written with as few calls as possible.
+        hh = 0.5 * h
         k1v = self.acceleration(q0, v0, tau)
-        k1t = v0
-        th = 0.5 * h * k1t
-        v2 = v0 + 0.5 * h * k1v
+        th = hh * v0
+        v2 = hh * k1v
+        v2 += v0
         k2t = dexp_inv(base, nb, th, v2)
         q2 = pin.integrate(model, q0, th)
         k2v = self.acceleration(q2, v2, tau)
-        th = 0.5 * h * k2t
-        v3 = v0 + 0.5 * h * k2v
+        th = hh * k2t
+        v3 = hh * k2v
+        v3 += v0
         k3t = dexp_inv(base, nb, th, v3)
         q3 = pin.integrate(model, q0, th)
         k3v = self.acceleration(q3, v3, tau)
         th = h * k3t
-        v4 = v0 + h * k3v
+        v4 = h * k3v
+        v4 += v0
         k4t = dexp_inv(base, nb, th, v4)
         q4 = pin.integrate(model, q0, th)
         k4v = self.acceleration(q4, v4, tau)
 
-        theta = (h / 6.0) * (k1t + 2.0 * k2t + 2.0 * k3t + k4t)
+        h6 = h / 6.0
+        theta = k2t + k3t
+        theta *= 2.0
+        theta += v0  # k1t = v0
+        theta += k4t
+        theta *= h6
         q_new = pin.integrate(model, q0, theta)
-        v_new = v0 + (h / 6.0) * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+        v_new = k2v + k3v
+        v_new *= 2.0
+        v_new += k1v
+        v_new += k4v
+        v_new *= h6
+        v_new += v0
 
         tau_b = tau[:nb]
         momentum = self.momentum_world
-        if np.any(tau_b):
+        if tau_b.any():
             # h' = wrench about the world origin, evaluated at the same stages (base pose only).
             w1 = base_wrench_about_world_origin(ff, q0, tau_b)
             w2 = base_wrench_about_world_origin(ff, q2, tau_b)
             w3 = base_wrench_about_world_origin(ff, q3, tau_b)
             w4 = base_wrench_about_world_origin(ff, q4, tau_b)
-            momentum = momentum + (h / 6.0) * (w1 + 2 * w2 + 2 * w3 + w4)
+            momentum = momentum + h6 * (w1 + 2 * w2 + 2 * w3 + w4)
         contact_work = 0.0
         if self._contact_stages is not None:
-            weights = (h / 6.0, h / 3.0, h / 3.0, h / 6.0)
+            weights = (h6, 2.0 * h6, 2.0 * h6, h6)
             stages, self._contact_stages = self._contact_stages, None
             self.last_contact_impulse = sum(w * c.wrench_origin for w, (c, _) in zip(weights, stages))
             momentum = momentum + self.last_contact_impulse
@@ -293,7 +327,7 @@ class Plant:
         stages *= 2.0
         stages += v0
         stages += v4
-        work = (h / 6.0) * float(tau @ stages) + contact_work
+        work = h6 * float(tau @ stages) + contact_work
 
         self.last_acceleration = k1v
         return q_new, v_new, momentum, work, M
@@ -301,12 +335,15 @@ class Plant:
     def _divergence(self, q: np.ndarray, v: np.ndarray, work: float, M: np.ndarray) -> str | None:
         """Why the step to (q, v) diverged (one line), or None; keeps the energy of an accepted
         step. ``M``: the mass matrix at q, upper triangle."""
-        # One comparison catches NaN and Inf too (they compare false); the reason is sorted out
+        # The comparisons catch NaN and Inf too (they compare false); the reason is sorted out
         # only on failure. q needs no check of its own: a non-finite q makes M (attitude, joints)
         # or the momentum rows (base position) non-finite, and the base velocity solved from them.
-        if not (np.abs(v) <= self.v_bounds).all():
-            return self._velocity_reason(q, v)
         energy = 0.5 * quadratic_form_upper(M, v)
+        # Every bound is at least SPEED_BOUND, so a norm |v| <= SPEED_BOUND clears all of them at
+        # once (BLAS nrm2: no overflow, ~0.2 us); a finite energy rules out NaN in v, whatever the
+        # BLAS does with NaN in nrm2. Only a fast or broken state pays for the full comparison.
+        if not (dnrm2(v) <= SPEED_BOUND and math.isfinite(energy)) and not (np.abs(v) <= self.v_bounds).all():
+            return self._velocity_reason(q, v)
         # Only a gain counts: an unstable step amplifies, while a step that loses energy is merely
         # inaccurate (RK4 damps at large steps) and stays bounded.
         unexplained = energy - self._energy - work

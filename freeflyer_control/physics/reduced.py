@@ -85,12 +85,17 @@ def reduced_dynamics(
     if idle:
         a, f = _with_idle_wheels(ff, part, a)
         names = part.names + tuple(ff.arm_joint_names)
-    if M is None:
+    own_M = M is None
+    if own_M:
         M = mass_matrix(ff, data, q)
     b = nonlinear_effects(ff, data, q, v)
 
-    M_aa = M.take(a, axis=0).take(a, axis=1)
-    b_a = b.take(a)
+    if a.size == b.size:  # flying: every coordinate is actuated, H* = M, C* = b
+        M_aa = M if own_M else M.copy()  # H is edited in place below; never the caller's M
+        b_a = b
+    else:
+        M_aa = M.take(a, axis=0).take(a, axis=1)
+        b_a = b.take(a)
     if idle or part.free.size:
         M_f = M.take(f, axis=0) if idle else M[f]
         M_fa = M_f.take(a, axis=1)
@@ -103,7 +108,7 @@ def reduced_dynamics(
         H = M_aa - G[:, :-1]
         C = b_a - G[:, -1]
     else:
-        H, C = M_aa, b_a  # both fresh arrays (np.take copies)
+        H, C = M_aa, b_a  # this call's own arrays (np.take copies, or M and b made above)
 
     nc = part.commanded.size
     if nc:
