@@ -161,8 +161,9 @@ def test_T002_6_internal_forces_hold_the_chain_still_and_are_the_grasp_wrenches(
     # Internal wrenches need no base actuation: they cancel on the base too.
     assert np.abs(tau[:fa.nb]).max() < 1e-10
     a, _ = constrained_acceleration(fa, data, obj, state.q, state.v, tau)
-    # Round-off of a 10 N squeeze through the loop solve.
-    assert np.abs(a).max() < 1e-9
+    # Not cancelled, 10 N on these links would give ~1 m/s^2. What is left is Baumgarte acting on
+    # the ~1e-11 m loop error check_object's inverse kinematics leaves (w_n^2 = 400 /s^2).
+    assert np.abs(a).max() < 1e-7
     np.testing.assert_allclose(plant.grasp_wrenches(tau).ravel(), f_int, atol=1e-8)
 
 

@@ -248,7 +248,8 @@ def _solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
         J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[rows][:, v_idx]
         dq = np.zeros(model.nv)
         dq[v_idx] = -J.T @ np.linalg.solve(J @ J.T + 1e-6 * np.eye(J.shape[0]), e)
-        q = pin.integrate(model, q, dq)
+        # Stay inside the URDF limits: a grasp held only past a joint limit is not reachable.
+        q = np.clip(pin.integrate(model, q, dq), model.lowerPositionLimit, model.upperPositionLimit)
     return best
 
 

@@ -54,9 +54,17 @@ def multi_arm_jacobian(ff: FreeFlyerModel, data: pin.Data, state: State, mode: M
     [v; w], planar (vx, vy, wz)); columns: the GJM's (arm joints, then commanded base velocities
     in world axes). With one arm and no object this is the GJM of physics.gjm.
     """
+    return multi_arm_gjm(ff, data, state, mode, end_effectors)[0]
+
+
+def multi_arm_gjm(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode | str,
+                  end_effectors: tuple[str, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(J, drift) of :func:`multi_arm_jacobian`: v_e = J u + drift, the drift being the stacked
+    twists with every actuated velocity zero (non-zero momentum, wheel spin)."""
     ees = ff.end_effectors if end_effectors is None else end_effectors
     M = mass_matrix(ff, data, state.q)
-    return np.vstack([generalized_jacobian(ff, data, state, mode, e, M=M).matrix for e in ees])
+    gjms = [generalized_jacobian(ff, data, state, mode, e, M=M) for e in ees]
+    return np.vstack([g.matrix for g in gjms]), np.concatenate([g.drift for g in gjms])
 
 
 def reduced_inertia_eq38(ff: FreeFlyerModel, data: pin.Data, q: np.ndarray) -> np.ndarray:
@@ -136,6 +144,11 @@ def loop_terms(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndar
     return LoopTerms(np.vstack(Js), np.concatenate(drifts), np.concatenate(vels), np.concatenate(errs))
 
 
+def _wanted(loops: LoopTerms) -> np.ndarray:
+    """J nu' that the Baumgarte-stabilised loops ask for."""
+    return -loops.drift - 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA * loops.velocity - BAUMGARTE_OMEGA ** 2 * loops.error
+
+
 def constrained_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
                              v: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(nu', lambda): accelerations with the loops held (Baumgarte-stabilised, see the module
@@ -149,9 +162,35 @@ def constrained_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConf
     rhs = np.column_stack([tau - b, loops.J.T])
     sol = solve(M, rhs)  # [M^-1 (tau - b), M^-1 J^T]
     free, MinvJt = sol[:, 0], sol[:, 1:]
-    wanted = -loops.drift - 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA * loops.velocity - BAUMGARTE_OMEGA ** 2 * loops.error
-    lam = solve(loops.J @ MinvJt, wanted - loops.J @ free)
+    lam = solve(loops.J @ MinvJt, _wanted(loops) - loops.J @ free)
     return free + MinvJt @ lam, lam
+
+
+@dataclass(frozen=True)
+class ClosedChainResponse:
+    """The closed chain's dynamics at one state as affine maps of the generalized forces tau
+    (nv, as for the plant): nu' = A tau + a, lambda = B tau + c (see constrained_acceleration)."""
+
+    A: np.ndarray
+    a: np.ndarray
+    B: np.ndarray
+    c: np.ndarray
+
+
+def closed_chain_response(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
+                          v: np.ndarray) -> ClosedChainResponse:
+    """How tau moves the held system and loads the loops at (q, v): what a controller inverts."""
+    M = mass_matrix(ff, data, q)
+    b = nonlinear_effects(ff, data, q, v)
+    Minv = solve(M, np.eye(M.shape[0]))
+    if len(obj.grasps) < 2:
+        return ClosedChainResponse(Minv, -Minv @ b, np.zeros((0, M.shape[0])), np.zeros(0))
+    loops = loop_terms(ff, data, obj, q, v)
+    JMinv = loops.J @ Minv
+    Gi = solve(JMinv @ loops.J.T, np.eye(loops.J.shape[0]))
+    B = -Gi @ JMinv
+    c = Gi @ (_wanted(loops) + JMinv @ b)
+    return ClosedChainResponse(Minv + JMinv.T @ B, -Minv @ b + JMinv.T @ c, B, c)
 
 
 class ClosedChainPlant(Plant):
