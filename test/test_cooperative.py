@@ -132,7 +132,7 @@ def test_cli_object_transport_writes_the_object_summary_and_plots(capsys, tmp_pa
 def test_cli_object_maneuver_without_object_is_refused(capsys, tmp_path):
     code, _, err = run_cli(capsys, "--robot", "dual_arm_planar", "--maneuver", "object-rotate", "--out", str(tmp_path))
     assert code == 2
-    assert "--maneuver object-rotate moves a held object: give --object NAME|PATH" in err
+    assert "--maneuver object-rotate needs an object: give --object NAME|PATH" in err
 
 
 def changed_box(tmp_path, **changes):

@@ -17,7 +17,7 @@ from freeflyer_control.cli.common import (
 from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
 from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.cli.outdir import prepare_output_folder
-from freeflyer_control.cli.sim_object import add_object_arguments, run_object, validate_object_run
+from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
 from freeflyer_control.cli.stopping import interrupt_on_sigint, report_stopped
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
@@ -27,7 +27,6 @@ from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ,
 from freeflyer_control.sim.progress import ProgressBar
 from freeflyer_control.sim.metrics import NOT_AVAILABLE
 from freeflyer_control.sim.output import TIMESERIES_CSV
-from freeflyer_control.sim.cooperative import OBJECT_MANEUVERS
 from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
 from freeflyer_control.sim.stream import TimeseriesStream
 
@@ -52,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_robot_arguments(p)
     p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
     p.add_argument("--controller", default="computed_torque", choices=CONTROLLERS)
-    p.add_argument("--maneuver", default="wilde", choices=MANEUVERS + OBJECT_MANEUVERS)
+    p.add_argument("--maneuver", default="wilde", choices=MANEUVERS + ALL_OBJECT_MANEUVERS)
     p.add_argument("--duration", type=DURATION, help="seconds (default: the maneuver's own length)")
     p.add_argument("--rate", type=RATE, default=250.0,
                    help=f"control rate, Hz, at most {MAX_RATE_HZ:g} (default 250)")

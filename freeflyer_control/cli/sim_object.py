@@ -13,6 +13,7 @@ from pathlib import Path
 from freeflyer_control.cli.options import Number, UsageError
 
 INTERNAL_FORCE = Number(-1e3, 1e3, unit="N")
+ALL_OBJECT_MANEUVERS = ("object-transport", "object-rotate", "capture")
 OBJECT_MODES = ("floating", "flying")
 
 
@@ -26,14 +27,12 @@ def add_object_arguments(p: argparse.ArgumentParser) -> None:
 
 def object_options_problem(args: argparse.Namespace) -> str | None:
     """Why --object and --maneuver do not go together (one line), or None."""
-    from freeflyer_control.sim.cooperative import OBJECT_MANEUVERS
-
     if args.object is None:
-        if args.maneuver in OBJECT_MANEUVERS:
-            return f"--maneuver {args.maneuver} moves a held object: give --object NAME|PATH (e.g. --object planar_box)"
+        if args.maneuver in ALL_OBJECT_MANEUVERS:
+            return f"--maneuver {args.maneuver} needs an object: give --object NAME|PATH (e.g. --object planar_box)"
         return None
-    if args.maneuver not in OBJECT_MANEUVERS:
-        return f"--object flies the object maneuvers {list(OBJECT_MANEUVERS)}; got --maneuver {args.maneuver}"
+    if args.maneuver not in ALL_OBJECT_MANEUVERS:
+        return f"--object flies the object maneuvers {list(ALL_OBJECT_MANEUVERS)}; got --maneuver {args.maneuver}"
     if args.mode not in OBJECT_MODES:
         return f"--object: cooperative control flies --mode {' or '.join(OBJECT_MODES)}; got --mode {args.mode}"
     if args.via_testbed or args.mode_schedule or args.mass_error or args.q0:
@@ -55,10 +54,23 @@ def validate_object_run(args: argparse.Namespace) -> None:
     problem = object_options_problem(args)
     if problem:
         raise UsageError(problem)
-    if args.object is not None:
-        from freeflyer_control.sim.cooperative import prepare
+    if args.object is None:
+        return
+    if args.maneuver == "capture":
+        from freeflyer_control.sim.capture import initial_states
 
-        prepare(_config(args))
+        initial_states(_capture_config(args))
+        return
+    from freeflyer_control.sim.cooperative import prepare
+
+    prepare(_config(args))
+
+
+def _capture_config(args: argparse.Namespace):
+    from freeflyer_control.sim.capture import CaptureConfig
+
+    return CaptureConfig(robot=args.robot, obj=args.object, mode=args.mode, rate=args.rate,
+                         duration=args.duration, log_rate=args.log_rate)
 
 
 def run_object(args: argparse.Namespace) -> int:
@@ -67,6 +79,8 @@ def run_object(args: argparse.Namespace) -> int:
     from freeflyer_control.sim.plots import matplotlib_missing
 
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
+    if args.maneuver == "capture":
+        return _run_capture(args, out)
     result = run_object_simulation(_config(args))
     written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None)
     s = result.summary
@@ -83,4 +97,33 @@ def run_object(args: argparse.Namespace) -> int:
                              ("base_attitude_change_rad", "base attitude change (max)", "rad")):
         print(f"  {label:<30} {s[key]:.3g} {unit}")
     print(f"wrote {len(written)} files to {Path(out).resolve()}/")
+    return 0
+
+
+def _run_capture(args: argparse.Namespace, out) -> int:
+    """A capture run; exit status 1 when the grasp never closed (the refusal is printed)."""
+    import sys
+
+    from freeflyer_control.sim.capture import run_capture
+    from freeflyer_control.sim.cooperative import write_object_outputs
+    from freeflyer_control.sim.plots import matplotlib_missing
+
+    result = run_capture(_capture_config(args))
+    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None)
+    s = result.summary
+    if args.json:
+        print(json.dumps(s, indent=2))
+    else:
+        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+        for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
+                                 ("peak_grasp_force_N", "peak grasp force", "N"),
+                                 ("peak_grasp_torque_Nm", "peak grasp torque", "N m"),
+                                 ("momentum_jump_at_capture", "momentum jump at the impact", ""),
+                                 ("base_attitude_change_rad", "base attitude change (max)", "rad")):
+            value = s[key]
+            print(f"  {label:<30} " + ("not reached" if value is None else f"{value:.4g} {unit}"))
+        print(f"wrote {len(written)} files to {Path(out).resolve()}/")
+    if s["capture_refused"]:
+        print(f"freeflyer sim: {s['capture_refused']} (the grasp never closed; exit status 1)", file=sys.stderr)
+        return 1
     return 0

@@ -276,3 +276,24 @@ def attach_object(ff: FreeFlyerModel, obj: ObjectConfig) -> FreeFlyerModel:
 
 def grasp_frame_name(obj: ObjectConfig, end_effector: str) -> str:
     return f"{obj.name}_grasp_{end_effector}"
+
+
+def free_object_model(obj: ObjectConfig) -> FreeFlyerModel:
+    """The object on its own, floating free (before a capture): a one-body free-flyer whose base
+    frame is the object frame (its CoM), so the plant integrates its tumbling like any base."""
+    model = pin.Model()
+    model.gravity = pin.Motion.Zero()  # orbit-relative frame / air-bearing table, as for robots
+    joint = pin.JointModelPlanar() if obj.base == "planar" else pin.JointModelFreeFlyer()
+    jid = model.addJoint(0, joint, pin.SE3.Identity(), "root_joint")
+    model.appendBodyToJoint(jid, obj.spatial_inertia, pin.SE3.Identity())
+    model.addFrame(pin.Frame(obj.name, jid, pin.SE3.Identity(), pin.FrameType.BODY))
+    for g in obj.grasps:
+        model.addFrame(pin.Frame(grasp_frame_name(obj, g.end_effector), jid, g.placement, pin.FrameType.OP_FRAME))
+    return FreeFlyerModel(model=model, base=obj.base, base_link=obj.name, joint_names=(), arm_joint_names=(),
+                          wheel_joint_names=(), end_effectors=(), arms={}, name=obj.name)
+
+
+def with_grasp_placement(obj: ObjectConfig, end_effector: str, placement: pin.SE3) -> ObjectConfig:
+    """``obj`` grasped by ``end_effector`` only, at ``placement`` (grasp frame in the object
+    frame): the grasp as it actually closed in a capture."""
+    return dataclasses.replace(obj, grasps=(Grasp(end_effector, placement),))

@@ -248,7 +248,7 @@ def _summary(config, ff, obj, s, duration, elapsed, plant) -> dict:
 
 
 def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True) -> list[Path]:
-    """timeseries.csv, summary.json and (if ``plots``) the three figures, into ``out``."""
+    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     header, blocks = [], []
     for key, cols in result.columns.items():
@@ -260,7 +260,7 @@ def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True)
     summary.write_text(json.dumps(result.summary, indent=2) + "\n")
     written = [csv, summary]
     if plots:
-        written += _plots(result, out)
+        written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
     return written
 
 
@@ -296,6 +296,30 @@ def _plots(result: ObjectSimResult, out: Path) -> list[Path]:
     axes[0].legend()
     paths.append(_save(fig, out / "momentum_groups.png", plt))
     return paths
+
+
+def _capture_plots(result: ObjectSimResult, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s, t = result.series, result.series["t"][:, 0]
+    title = f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}"
+    fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+    axes[0].plot(t, s["ee_grasp_distance"][:, 0])
+    axes[0].set(ylabel="end-effector to grasp (m)", title=title)
+    h = s["momentum_world"]
+    n = h.shape[1] // 2 if h.shape[1] == 6 else 2
+    axes[1].plot(t, np.linalg.norm(h[:, :n], axis=1), label="|P| (kg m/s)")
+    axes[1].plot(t, np.linalg.norm(h[:, n:], axis=1), label="|L_O| (kg m^2/s)")
+    axes[1].set(ylabel="momentum, robot + object")
+    axes[1].legend()
+    axes[2].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
+    axes[2].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
+    axes[2].set(xlabel="t (s)")
+    axes[2].legend()
+    return [_save(fig, out / "capture.png", plt)]
 
 
 def _save(fig, path: Path, plt) -> Path:
