@@ -27,11 +27,11 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.model.objects import ObjectConfig, grasp_frame_name, pose_error
+from freeflyer_control.model.objects import ObjectConfig, grasp_frame_name
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.grasp import grasp_matrix
-from freeflyer_control.physics.linalg import cross3, solve
+from freeflyer_control.physics.linalg import cross3, solve, solve_spd_upper
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State
@@ -115,33 +115,58 @@ class LoopTerms:
 
 def loop_terms(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray, v: np.ndarray) -> LoopTerms:
     """Relative Jacobian, drift, velocity and pose error of every loop closure (grasps 2..m)."""
+    # Runs at every plant stage: frame ids cached, one output array per quantity, rows picked
+    # once per loop (bench/bench_closed_chain.py times it).
     model = ff.model
-    pin.computeJointJacobians(model, data, q)
     pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+    pin.computeJointJacobians(model, data)  # from the placements just computed
     pin.updateFramePlacements(model, data)
-    rows = _PLANAR_ROWS if ff.base == "planar" else slice(None)
-    Js, drifts, vels, errs = [], [], [], []
-    for g in obj.grasps[1:]:
-        fe, fg = ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector))
+    rows = _PLANAR_ROWS if ff.base == "planar" else _SPATIAL_ROWS
+    n = rows.size
+    pairs = _loop_frames(ff, obj)
+    J = np.empty((n * len(pairs), model.nv))
+    drift, vel, err = np.empty(J.shape[0]), np.empty(J.shape[0]), np.empty(J.shape[0])
+    lwa = pin.LOCAL_WORLD_ALIGNED
+    for i, (fe, fg) in enumerate(pairs):
         oe, og = data.oMf[fe], data.oMf[fg]
         r = oe.translation - og.translation
-        Je = pin.getFrameJacobian(model, data, fe, pin.LOCAL_WORLD_ALIGNED)
-        Jg = pin.getFrameJacobian(model, data, fg, pin.LOCAL_WORLD_ALIGNED)
+        Jg = pin.getFrameJacobian(model, data, fg, lwa)
         Jg[:3] -= pin.skew(r) @ Jg[3:]  # the object point at the end-effector origin
-        ve = pin.getFrameVelocity(model, data, fe, pin.LOCAL_WORLD_ALIGNED)
-        vg = pin.getFrameVelocity(model, data, fg, pin.LOCAL_WORLD_ALIGNED)
-        ae = pin.getFrameClassicalAcceleration(model, data, fe, pin.LOCAL_WORLD_ALIGNED)
-        ag = pin.getFrameClassicalAcceleration(model, data, fg, pin.LOCAL_WORLD_ALIGNED)
+        ve = pin.getFrameVelocity(model, data, fe, lwa)
+        vg = pin.getFrameVelocity(model, data, fg, lwa)
+        ae = pin.getFrameClassicalAcceleration(model, data, fe, lwa)
+        ag = pin.getFrameClassicalAcceleration(model, data, fg, lwa)
         w = vg.angular
+        dv = ve.linear - vg.linear
         # d/dt (v_e - v_g - w x r) with nu' = 0; r moves with the end-effector, not the object.
-        lin = ae.linear - ag.linear - cross3(ag.angular, r) - cross3(w, ve.linear - vg.linear)
-        drift = np.concatenate([lin, ae.angular - ag.angular])
-        vel = np.concatenate([ve.linear - vg.linear - cross3(w, r), ve.angular - w])
-        Js.append((Je - Jg)[rows])
-        drifts.append(drift[rows])
-        vels.append(vel[rows])
-        errs.append(pose_error(ff, oe, og))
-    return LoopTerms(np.vstack(Js), np.concatenate(drifts), np.concatenate(vels), np.concatenate(errs))
+        full = np.empty((3, 6))
+        full[0, :3] = ae.linear - ag.linear - cross3(ag.angular, r) - cross3(w, dv)
+        full[0, 3:] = ae.angular - ag.angular
+        full[1, :3] = dv - cross3(w, r)
+        full[1, 3:] = ve.angular - w
+        full[2, :3] = r
+        full[2, 3:] = pin.log3(oe.rotation @ og.rotation.T)
+        block = slice(n * i, n * i + n)
+        J[block] = (pin.getFrameJacobian(model, data, fe, lwa) - Jg)[rows]
+        picked = full[:, rows]
+        drift[block], vel[block], err[block] = picked
+    return LoopTerms(J, drift, vel, err)
+
+
+_SPATIAL_ROWS = np.arange(6)
+_LOOP_FRAMES: dict[tuple[int, int], tuple] = {}
+
+
+def _loop_frames(ff: FreeFlyerModel, obj: ObjectConfig) -> list[tuple[int, int]]:
+    """(end-effector frame id, grasp frame id) of every loop; cached per (model, object), the
+    entry keeping both alive so that their ids are not reused."""
+    key = (id(ff), id(obj))
+    hit = _LOOP_FRAMES.get(key)
+    if hit is None or hit[0] is not ff or hit[1] is not obj:
+        pairs = [(ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector)))
+                 for g in obj.grasps[1:]]
+        hit = _LOOP_FRAMES[key] = (ff, obj, pairs)
+    return hit[2]
 
 
 def _wanted(loops: LoopTerms) -> np.ndarray:
@@ -157,11 +182,10 @@ def constrained_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConf
     if len(obj.grasps) < 2:
         return pin.aba(ff.model, data, q, v, tau).copy(), np.zeros(0)
     loops = loop_terms(ff, data, obj, q, v)
-    M = mass_matrix(ff, data, q)
-    b = nonlinear_effects(ff, data, q, v)
-    rhs = np.column_stack([tau - b, loops.J.T])
-    sol = solve(M, rhs)  # [M^-1 (tau - b), M^-1 J^T]
-    free, MinvJt = sol[:, 0], sol[:, 1:]
+    # Per plant stage: ABA for the free accelerations M^-1 (tau - b), one Cholesky solve for
+    # M^-1 J^T (CRBA fills the upper triangle), one small solve for the loop wrenches.
+    free = pin.aba(ff.model, data, q, v, tau)
+    MinvJt = solve_spd_upper(pin.crba(ff.model, data, q), loops.J.T)
     lam = solve(loops.J @ MinvJt, _wanted(loops) - loops.J @ free)
     return free + MinvJt @ lam, lam
 
@@ -214,12 +238,12 @@ class ClosedChainPlant(Plant):
 
     def constraint_error(self) -> float:
         """Largest loop-closure position error at the current state, m."""
-        if len(self.obj.grasps) < 2:
+        pairs = _loop_frames(self.ff, self.obj)
+        if not pairs:
             return 0.0
-        e = loop_terms(self.ff, self.data, self.obj, self.state.q, self.state.v).error
-        n = 3 if self.ff.base == "planar" else 6
-        lin = e.reshape(-1, n)[:, :2 if n == 3 else 3]
-        return float(np.linalg.norm(lin, axis=1).max())
+        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
+        oMf = self.data.oMf
+        return max(float(np.linalg.norm(oMf[fe].translation - oMf[fg].translation)) for fe, fg in pairs)
 
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""
