@@ -72,6 +72,9 @@ class CooperativeTick:
         object_twist: measured object twist, world axes at the CoM (6,).
         internal_force: measured squeeze s . f_e, N.
         twist_command: v_o*, world axes at the CoM (6,).
+        status: ``"ok"``, or why the tick refused to command (then every command is zero):
+            ``"implausible"`` (a non-finite state or reference, or a reference rotation that is
+            not one), ``"fault"`` (the control law gave a non-finite command).
     """
 
     actuation: Actuation
@@ -79,6 +82,27 @@ class CooperativeTick:
     object_twist: np.ndarray
     internal_force: float
     twist_command: np.ndarray
+    status: str = "ok"
+
+
+# A reference past these is taken for a corrupt message, not a wish: an object twist over 10 m/s
+# or 10 rad/s, a pose over 1 km from the world origin along an axis (no table, no servicing).
+REFERENCE_SPEED_BOUND = 10.0
+REFERENCE_DISTANCE_BOUND = 1e3
+
+
+def _plausible(state: State, ref: ObjectReference) -> bool:
+    """Finite state; a reference inside the bounds above with a rotation that is one (1e-6)."""
+    R = ref.pose.rotation
+    twist = np.asarray(ref.twist, dtype=float)
+    if not (np.isfinite(state.q).all() and np.isfinite(state.v).all() and twist.shape == (6,)
+            and np.isfinite(R).all() and np.isfinite(ref.pose.translation).all()):
+        return False
+    # A state faster than 1000 m/s or rad/s is not one the plant (divergence bound 100) produces.
+    return bool(np.abs(twist).max() <= REFERENCE_SPEED_BOUND and np.abs(state.v).max() <= 1e3
+                and np.abs(ref.pose.translation).max() <= REFERENCE_DISTANCE_BOUND
+                and np.abs(R).max() <= 1.0 + 1e-6  # first: R^T R of absurd entries overflows
+                and np.abs(R.T @ R - np.eye(3)).max() < 1e-6 and np.linalg.det(R) > 0)
 
 
 class CooperativeController:
@@ -122,6 +146,28 @@ class CooperativeController:
         return pose, twist
 
     def tick(self, state: State, ref: ObjectReference) -> CooperativeTick:
+        """One control period: never raises on bad numbers; a tick whose inputs are implausible
+        or whose law fails commands zero (see :class:`CooperativeTick`)."""
+        if not _plausible(state, ref):
+            return self._refused("implausible")
+        try:
+            out = self._tick(state, ref)
+        except (np.linalg.LinAlgError, ValueError, RuntimeError):
+            return self._refused("fault")
+        a = out.actuation
+        if not (np.isfinite(a.arm_torques).all() and np.isfinite(a.base_wrench_world).all()
+                and np.isfinite(out.internal_force) and np.isfinite(out.twist_command).all()
+                and np.isfinite(out.object_twist).all()):
+            return self._refused("fault")
+        return out
+
+    def _refused(self, status: str) -> CooperativeTick:
+        zero = np.zeros(6)
+        wrench = np.zeros(3 if self.planar else 6) if self.mode is Mode.FLYING else np.zeros(0)
+        return CooperativeTick(Actuation(arm_torques=np.zeros(self.ff.arm_v_indices.size), base_wrench_world=wrench),
+                               pin.SE3.Identity(), zero, 0.0, zero.copy(), status)
+
+    def _tick(self, state: State, ref: ObjectReference) -> CooperativeTick:
         ff, data, g = self.ff, self.data, self.gains
         pose, twist = self.measure(state)
         ee_pos = np.array([data.oMf[f].translation for f in self.ee_frames])
@@ -185,8 +231,11 @@ class CooperativeController:
         return np.vstack([F1, others_F]), np.concatenate([f10, others_0])
 
     def _actuation(self, state: State, tau: np.ndarray) -> Actuation:
+        """Arm torques clipped to the URDF effort limits; the base wrench (flying) in world axes,
+        bounded by the plant like any ideal base actuation."""
         ff = self.ff
-        arm = tau[ff.arm_v_indices].copy()
+        limits = ff.arm_effort_limits
+        arm = np.clip(tau[ff.arm_v_indices], -limits, limits)
         if self.mode is not Mode.FLYING:
             return Actuation(arm_torques=arm)
         R = base_rotation(ff, state.q)
