@@ -81,7 +81,9 @@ def test_flying_capture_brings_the_combined_system_to_rest_within_the_limits(rob
     result = run_capture(CaptureConfig(robot=robot, obj=obj, mode="flying", rate=250.0))
     s = result.summary
     assert s["capture_time_s"] is not None and s["time_to_rest_s"] is not None
-    assert s["time_to_rest_s"] < 5.0  # the rest gain is 2 /s: 1e-3 from ~0.05 in ~2 s
+    # Rest gain 2 /s, but the base is stopped by its thrusters (1.2 N per axis in the plane,
+    # 2 N per axis in space, each saturating): measured 1.5 s planar, 7.7 s spatial.
+    assert s["time_to_rest_s"] < 10.0
     assert s["momentum_jump_at_capture"] < 1e-12
     # Brought to rest in flying mode: the momentum the target brought is gone (thrusters).
     final = result.series["momentum_world"][-1]

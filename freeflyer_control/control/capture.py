@@ -18,13 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.control.allocation import ThrusterAllocator
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.gjm import actuated_velocities, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.reduced import reduced_dynamics
-from freeflyer_control.physics.state import State
+from freeflyer_control.physics.state import State, world_to_local_base_map
 
 CAPTURE_MODES = (Mode.FLOATING, Mode.FLYING)
 _PLANAR_ROWS = np.array([0, 1, 5])
@@ -71,6 +72,7 @@ class _ComputedTorque:
             raise ModeError(f"capture flies {[m.value for m in CAPTURE_MODES]}; mode '{mode.value}' is not supported "
                             "yet: choose floating or flying")
         self.ff, self.mode, self.data = ff, mode, ff.create_data()
+        self.allocator = ThrusterAllocator(ff) if mode is Mode.FLYING and ff.thrusters else None
 
     def actuation(self, state: State, u_dot: np.ndarray) -> Actuation:
         """``u_dot`` in GJM column order (arm joints, then commanded base in world axes)."""
@@ -82,6 +84,11 @@ class _ComputedTorque:
         nc = tau.size - n_arm
         limits = ff.arm_effort_limits
         arm = np.clip(tau[nc:], -limits, limits)
+        if self.allocator is not None:
+            # The base wrench from the thrusters, each in [0, max_force]: a wrench they cannot
+            # make becomes the closest one they can (control.allocation).
+            wrench = world_to_local_base_map(ff, state.q) @ tau[:nc]
+            return Actuation(arm_torques=arm, thruster_forces=self.allocator.allocate(wrench).forces)
         if self.mode is Mode.FLYING:
             return Actuation(arm_torques=arm, base_wrench_world=tau[:nc].copy())
         return Actuation(arm_torques=arm)
