@@ -262,3 +262,14 @@ def test_T002_4_flying_base_wrench_equals_the_rate_of_total_momentum_with_the_ob
     np.testing.assert_allclose(P1 - P0, impulse, atol=1e-5)
     assert np.linalg.norm(impulse) > 0.5
     assert plant.max_constraint_error < 1e-6
+
+
+def test_make_plant_gives_the_closed_chain_plant_only_for_a_held_object():
+    from freeflyer_control.physics.closed_chain import make_plant
+    from freeflyer_control.physics.plant import Plant
+
+    ff, obj, fa, state = held("dual_arm_planar", "planar_box")
+    closed = make_plant(fa, state, 0.002, obj)
+    opened = make_plant(ff, make_state(ff), 0.002)
+    assert isinstance(closed, ClosedChainPlant) and isinstance(closed, Plant)
+    assert type(opened) is Plant
