@@ -126,10 +126,13 @@ EXPECTED = {
                         ("wheel_z_joint",), ("left_ee_link", "right_ee_link"), 8),
     "spatial_7dof": ("spatial", tuple(f"joint{i}" for i in range(1, 8)),
                      ("wheel_x_joint", "wheel_y_joint", "wheel_z_joint"), ("ee_link",), 12),
+    "spatial_dual_arm": ("spatial", tuple(f"{s}_joint{i}" for s in ("left", "right") for i in range(1, 7)),
+                         ("wheel_x_joint", "wheel_y_joint", "wheel_z_joint"),
+                         ("left_ee_link", "right_ee_link"), 12),
 }
 
 
-def test_robot_names_lists_the_four_bundled_robots():
+def test_robot_names_lists_the_bundled_robots():
     assert robot_names() == sorted(EXPECTED)
 
 

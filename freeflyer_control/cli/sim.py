@@ -17,6 +17,7 @@ from freeflyer_control.cli.common import (
 from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
 from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.cli.outdir import prepare_output_folder
+from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
 from freeflyer_control.cli.stopping import interrupt_on_sigint, report_stopped
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
@@ -58,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_robot_arguments(p)
     p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
     p.add_argument("--controller", default="computed_torque", choices=CONTROLLERS)
-    p.add_argument("--maneuver", default="wilde", choices=MANEUVERS)
+    p.add_argument("--maneuver", default="wilde", choices=MANEUVERS + ALL_OBJECT_MANEUVERS)
     p.add_argument("--duration", type=DURATION, help="seconds (default: the maneuver's own length)")
     p.add_argument("--rate", type=RATE, default=250.0,
                    help=f"control rate, Hz, at most {MAX_RATE_HZ:g} (default 250)")
@@ -98,6 +99,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="replace the outputs of an earlier run in --out (refused without it)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_object_arguments(p)
     p.set_defaults(run=run, validate=validate)
 
 
@@ -121,6 +123,9 @@ def validate(args: argparse.Namespace) -> None:
 
     if args.campaign is not None or args.campaign_run is not None:
         return _validate_replay(args)
+    validate_object_run(args)
+    if args.object is not None:
+        return
     if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed:
         raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
     if args.wall_mass is not None and args.maneuver != "ee-contact":
@@ -196,6 +201,8 @@ def _maneuver_duration(ff, args: argparse.Namespace) -> float:
 def run(args: argparse.Namespace) -> int:
     from freeflyer_control.model import load_robot
 
+    if args.object is not None:
+        return run_object(args)
     q0 = None
     if args.q0:
         q0 = parse_joint_positions(load_robot(args.robot, base=args.base, end_effectors=args.ee),

@@ -1,0 +1,247 @@
+"""Cooperative manipulation of a held object: object pose/twist tracking and internal-force control.
+
+Two layers, one tick:
+
+1. Resolved rate through the multi-arm GJM with the object included (Swain Eqs. 23-24; in flying
+   mode Eq. 26 with the base velocity as an input): the object's wanted twist
+   v_o* = v_ref + K_p e(X_ref, X_o) becomes the end-effector twists W v_o*, and
+
+       u* = J^+ (W v_o* - drift)
+
+   the actuated velocities (arm joint rates, plus the base twist in world axes in flying mode)
+   that move the object so, with the free base motion set by the momentum of base, arms and object.
+
+2. Torques from the closed-chain dynamics (physics.closed_chain.closed_chain_response, affine in
+   the generalized forces, nu' = A tau + a): the least-norm torques whose accelerations are
+   K_v (u* - u) in the least-squares sense, plus torques in null(A), which move nothing, chosen
+   so that the internal force s . f_e equals F_int* (s: the unit squeeze direction, in null(W^T);
+   f_e: the end-effector wrenches on the object). The squeeze therefore leaves the motion
+   untouched by construction, not only in the limit.
+
+Modes: floating (arm torques only) and flying (arm torques and an ideal base wrench). Others are
+refused with the reason (``COOPERATIVE_MODES``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.errors import ModeError
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig
+from freeflyer_control.physics.actuators import Actuation
+from freeflyer_control.physics.closed_chain import closed_chain_response, multi_arm_gjm, object_net_wrench
+from freeflyer_control.physics.gjm import actuated_velocities
+from freeflyer_control.physics.grasp import grasp_matrix, squeeze_direction
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import State, base_rotation, world_to_local_base_map
+
+COOPERATIVE_MODES = (Mode.FLOATING, Mode.FLYING)
+_PLANAR_ROWS = np.array([0, 1, 5])
+
+
+@dataclass(frozen=True)
+class ObjectReference:
+    """Where the object should be: pose of its frame (CoM) in world, and its twist [v; w]
+    (world axes, at the CoM; m/s, rad/s)."""
+
+    pose: pin.SE3
+    twist: np.ndarray
+
+
+@dataclass(frozen=True)
+class CooperativeGains:
+    """position: 1/s, pose error -> object twist; velocity: 1/s, velocity error -> acceleration;
+    damping: rad/s, damped least squares of the GJM inverse."""
+
+    position: float = 2.0
+    velocity: float = 20.0
+    damping: float = 1e-3
+
+
+@dataclass(frozen=True)
+class CooperativeTick:
+    """One tick's command and what it was computed from.
+
+    Attributes:
+        actuation: arm torques (N m) and, in flying mode, the base wrench (world axes).
+        object_pose: measured object frame in world.
+        object_twist: measured object twist, world axes at the CoM (6,).
+        internal_force: measured squeeze s . f_e, N.
+        twist_command: v_o*, world axes at the CoM (6,).
+        status: ``"ok"``, or why the tick refused to command (then every command is zero):
+            ``"implausible"`` (a non-finite state or reference, or a reference rotation that is
+            not one), ``"fault"`` (the control law gave a non-finite command).
+    """
+
+    actuation: Actuation
+    object_pose: pin.SE3
+    object_twist: np.ndarray
+    internal_force: float
+    twist_command: np.ndarray
+    status: str = "ok"
+
+
+# A reference past these is taken for a corrupt message, not a wish: an object twist over 10 m/s
+# or 10 rad/s, a pose over 1 km from the world origin along an axis (no table, no servicing).
+REFERENCE_SPEED_BOUND = 10.0
+REFERENCE_DISTANCE_BOUND = 1e3
+
+
+def _plausible(state: State, ref: ObjectReference) -> bool:
+    """Finite state; a reference inside the bounds above with a rotation that is one (1e-6)."""
+    R = ref.pose.rotation
+    twist = np.asarray(ref.twist, dtype=float)
+    if not (np.isfinite(state.q).all() and np.isfinite(state.v).all() and twist.shape == (6,)
+            and np.isfinite(R).all() and np.isfinite(ref.pose.translation).all()):
+        return False
+    # A state faster than 1000 m/s or rad/s is not one the plant (divergence bound 100) produces.
+    return bool(np.abs(twist).max() <= REFERENCE_SPEED_BOUND and np.abs(state.v).max() <= 1e3
+                and np.abs(ref.pose.translation).max() <= REFERENCE_DISTANCE_BOUND
+                and np.abs(R).max() <= 1.0 + 1e-6  # first: R^T R of absurd entries overflows
+                and np.abs(R.T @ R - np.eye(3)).max() < 1e-6 and np.linalg.det(R) > 0)
+
+
+class CooperativeController:
+    """Moves a held object and squeezes it (see the module docstring).
+
+    Args:
+        ff: the robot holding the object (model.objects.attach_object).
+        obj: the object.
+        mode: floating or flying.
+        internal_force: squeeze setpoint, N (positive pushes the end-effectors together).
+    """
+
+    def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, mode: Mode | str, internal_force: float = 0.0,
+                 gains: CooperativeGains = CooperativeGains()):
+        mode = Mode.parse(mode)
+        if mode not in COOPERATIVE_MODES:
+            raise ModeError(f"cooperative control flies {[m.value for m in COOPERATIVE_MODES]}; mode '{mode.value}' "
+                            "is not supported yet: choose floating or flying")
+        if len(obj.grasps) < 2:
+            raise ModeError(f"object '{obj.name}' has {len(obj.grasps)} grasp; cooperative control needs two or more")
+        if not np.isfinite(internal_force):
+            raise ValueError(f"internal force setpoint must be a finite number of N, got {internal_force}")
+        self.ff, self.obj, self.mode, self.gains = ff, obj, mode, gains
+        self.internal_force = float(internal_force)
+        self.data = ff.create_data()
+        self.planar = ff.base == "planar"
+        self.rows = _PLANAR_ROWS if self.planar else slice(None)
+        self.object_frame = ff.frame_id(obj.name)
+        self.ee_frames = [ff.frame_id(g.end_effector) for g in obj.grasps]
+        self.ees = tuple(g.end_effector for g in obj.grasps)
+        nb = ff.nb
+        base = list(range(nb)) if mode is Mode.FLYING else []
+        self.actuated = np.array(base + list(ff.arm_v_indices), dtype=int)  # tau entries we choose
+
+    def measure(self, state: State) -> tuple[pin.SE3, np.ndarray]:
+        model, data = self.ff.model, self.data
+        pin.forwardKinematics(model, data, state.q, state.v)
+        pin.updateFramePlacements(model, data)
+        pose = data.oMf[self.object_frame].copy()
+        twist = pin.getFrameVelocity(model, data, self.object_frame, pin.LOCAL_WORLD_ALIGNED).vector.copy()
+        return pose, twist
+
+    def tick(self, state: State, ref: ObjectReference) -> CooperativeTick:
+        """One control period: never raises on bad numbers; a tick whose inputs are implausible
+        or whose law fails commands zero (see :class:`CooperativeTick`)."""
+        if not _plausible(state, ref):
+            return self._refused("implausible")
+        try:
+            out = self._tick(state, ref)
+        except (np.linalg.LinAlgError, ValueError, RuntimeError):
+            return self._refused("fault")
+        a = out.actuation
+        if not (np.isfinite(a.arm_torques).all() and np.isfinite(a.base_wrench_world).all()
+                and np.isfinite(out.internal_force) and np.isfinite(out.twist_command).all()
+                and np.isfinite(out.object_twist).all()):
+            return self._refused("fault")
+        return out
+
+    def _refused(self, status: str) -> CooperativeTick:
+        zero = np.zeros(6)
+        wrench = np.zeros(3 if self.planar else 6) if self.mode is Mode.FLYING else np.zeros(0)
+        return CooperativeTick(Actuation(arm_torques=np.zeros(self.ff.arm_v_indices.size), base_wrench_world=wrench),
+                               pin.SE3.Identity(), zero, 0.0, zero.copy(), status)
+
+    def _tick(self, state: State, ref: ObjectReference) -> CooperativeTick:
+        ff, data, g = self.ff, self.data, self.gains
+        pose, twist = self.measure(state)
+        ee_pos = np.array([data.oMf[f].translation for f in self.ee_frames])
+        W = grasp_matrix(ee_pos, pose.translation, self.planar)
+        error = np.concatenate([ref.pose.translation - pose.translation, pin.log3(ref.pose.rotation @ pose.rotation.T)])
+        v_star = np.asarray(ref.twist, dtype=float) + g.position * error
+        # Layer 1: the multi-arm GJM with the object included.
+        J, drift = multi_arm_gjm(ff, data, state, self.mode, self.ees)
+        rhs = W @ v_star[self.rows] - drift
+        u_star = J.T @ np.linalg.solve(J @ J.T + g.damping ** 2 * np.eye(J.shape[0]), rhs)
+        u = actuated_velocities(ff, state, self.mode)
+        u_dot = g.velocity * (u_star - u)
+        # Layer 2: torques from the closed-chain dynamics.
+        resp = closed_chain_response(ff, data, self.obj, state.q, state.v)
+        nb, n_arm = ff.nb, ff.arm_v_indices.size
+        if self.mode is Mode.FLYING:
+            # u's base part is in world axes; nu_b' = T u_b' (dropping the w x v term, a feedforward).
+            T = world_to_local_base_map(ff, state.q)
+            task_rows = np.concatenate([ff.arm_v_indices, np.arange(nb)])
+            target = np.concatenate([u_dot[:n_arm], T @ u_dot[n_arm:]])
+        else:
+            task_rows, target = ff.arm_v_indices, u_dot
+        A = resp.A[task_rows][:, self.actuated]
+        a = resp.a[task_rows]
+        F, f0 = self._wrench_map(state, resp, W)
+        s = squeeze_direction(ee_pos, self.planar)
+        s_row, s_off = (s @ F)[self.actuated], float(s @ f0)
+        # Motion torques: least squares on the accelerations (min-norm, SVD). Squeeze torques: in
+        # null(A), so they change no acceleration; the least-norm one that meets the setpoint.
+        U, sv, Vt = np.linalg.svd(A, full_matrices=True)
+        rank = int((sv > 1e-9 * sv[0]).sum())
+        tau_m = Vt[:rank].T @ ((U[:, :rank].T @ (target - a)) / sv[:rank])
+        N = Vt[rank:].T
+        cN = s_row @ N
+        tau_a = tau_m
+        if cN @ cN > 1e-18:
+            tau_a = tau_m + N @ (cN * (self.internal_force - s_off - s_row @ tau_m) / (cN @ cN))
+        tau = np.zeros(ff.model.nv)
+        tau[self.actuated] = tau_a
+        squeeze = float(s @ (F @ tau + f0))  # what this command squeezes at this state
+        return CooperativeTick(self._actuation(state, tau), pose, twist, squeeze, v_star)
+
+    def _wrench_map(self, state: State, resp, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(F, f0): stacked end-effector wrenches on the object f_e = F tau + f0 (world axes)."""
+        ff, obj = self.ff, self.obj
+        n = 3 if self.planar else 6
+        # Net object wrench is affine in nu' (evaluate at nu' = 0 and per unit column).
+        net0 = object_net_wrench(ff, self.data, obj, state.q, state.v, np.zeros(ff.model.nv))
+        pin.computeJointJacobians(ff.model, self.data, state.q)
+        Jo = pin.getFrameJacobian(ff.model, self.data, self.object_frame, pin.LOCAL_WORLD_ALIGNED)
+        R = self.data.oMf[self.object_frame].rotation
+        Mo = np.zeros((6, 6))
+        Mo[:3, :3] = obj.mass * np.eye(3)
+        Mo[3:, 3:] = R @ obj.inertia @ R.T
+        Nrow = (Mo @ Jo)[self.rows]  # d(net)/d(nu')
+        others_F, others_0 = -resp.B, -resp.c  # loop wrenches act on end-effectors 2..m
+        W1T_inv = np.linalg.inv(W[:n].T)
+        restT = W[n:].T
+        F1 = W1T_inv @ (Nrow @ resp.A - restT @ others_F)
+        f10 = W1T_inv @ (Nrow @ resp.a + net0 - restT @ others_0)
+        return np.vstack([F1, others_F]), np.concatenate([f10, others_0])
+
+    def _actuation(self, state: State, tau: np.ndarray) -> Actuation:
+        """Arm torques clipped to the URDF effort limits; the base wrench (flying) in world axes,
+        bounded by the plant like any ideal base actuation."""
+        ff = self.ff
+        limits = ff.arm_effort_limits
+        arm = np.clip(tau[ff.arm_v_indices], -limits, limits)
+        if self.mode is not Mode.FLYING:
+            return Actuation(arm_torques=arm)
+        R = base_rotation(ff, state.q)
+        if self.planar:
+            f = R[:2, :2] @ tau[:2]
+            wrench = np.array([f[0], f[1], tau[2]])
+        else:
+            wrench = np.concatenate([R @ tau[:3], R @ tau[3:6]])
+        return Actuation(arm_torques=arm, base_wrench_world=wrench)

@@ -1,0 +1,299 @@
+"""Objects a free-flyer holds or captures: a rigid body with grasp frames, described beside robots.
+
+An object config is a small YAML file (bundled ones in ``config/objects/``)::
+
+    name: planar_box
+    base: planar                 # the robots it is meant for: planar or spatial
+    mass: 1.0                    # kg
+    inertia: [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]   # kg m^2, about the CoM,
+                                 # object frame (the object frame's origin is the CoM)
+    size: [0.1, 0.15, 0.1]       # m, box drawn in rviz (optional)
+    pose_in_base: {xyz: [0.82, 0, 0], rpy: [0, 0, 0]}   # where it is held, base_link frame
+    grasps:                      # one per end-effector; the end-effector frame coincides with
+      - end_effector: left_ee_link          # the grasp frame while the object is held
+        xyz: [0, 0.075, 0]       # m, grasp frame origin in the object frame
+        rpy: [0, 0, -0.7854]     # rad, grasp frame orientation (roll, pitch, yaw) in the object frame
+
+A robot holds the object when every listed end-effector frame coincides with its grasp frame.
+:func:`check_object` refuses a non-physical inertia and a grasp frame its arm cannot reach (it
+solves each arm's inverse kinematics from the robot's ready pose, base fixed), each with the fix.
+:func:`attach_object` adds the object to the robot's Pinocchio model as a body fixed to the first
+grasping arm's last link; the other grasps become loop closures (physics.closed_chain).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import yaml
+
+from freeflyer_control.errors import ConfigError, ModelError
+from freeflyer_control.model.config import BASE_TYPES, positive_number, require_key, vector3
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.resources import share_dir
+
+# Largest grasp pose error (m, and rad for the orientation part) that inverse kinematics may
+# leave and still call the grasp frame reachable: 0.1 mm / 0.1 mrad, far below any gripper's
+# tolerance, far above the 1e-10 that a converged Newton solve reaches.
+REACH_TOL = 1e-4
+# Inertia checks: relative round-off allowed on symmetry and on the triangle inequality.
+_INERTIA_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Grasp:
+    """One end-effector's grasp: ``placement`` is the grasp frame in the object frame (SE3)."""
+
+    end_effector: str
+    placement: pin.SE3
+
+
+@dataclass(frozen=True)
+class ObjectConfig:
+    """A rigid object (see the module docstring).
+
+    Attributes:
+        name: object name (frames are named after it).
+        base: ``"planar"`` or ``"spatial"``: the robots it is meant for.
+        mass: kg.
+        inertia: (3, 3) about the CoM, object frame, kg m^2.
+        grasps: one per end-effector.
+        pose_in_base: where the object is held, object frame in base_link (SE3).
+        size: box dimensions for display, m (3,).
+    """
+
+    name: str
+    base: str
+    mass: float
+    inertia: np.ndarray
+    grasps: tuple[Grasp, ...]
+    pose_in_base: pin.SE3
+    size: np.ndarray
+
+    @property
+    def spatial_inertia(self) -> pin.Inertia:
+        """The body inertia about the object frame origin (its CoM)."""
+        return pin.Inertia(self.mass, np.zeros(3), self.inertia)
+
+    def grasp_for(self, end_effector: str) -> Grasp:
+        for g in self.grasps:
+            if g.end_effector == end_effector:
+                return g
+        raise ModelError(f"object '{self.name}' has no grasp for end-effector '{end_effector}'; "
+                         f"its grasps: {[g.end_effector for g in self.grasps]}")
+
+
+def object_config_dir() -> Path:
+    return share_dir() / "config" / "objects"
+
+
+def object_names() -> list[str]:
+    """Names of the bundled objects (one YAML each)."""
+    return sorted(p.stem for p in object_config_dir().glob("*.yaml"))
+
+
+def load_object(name_or_path: str | Path) -> ObjectConfig:
+    """A bundled object by name, or an object YAML by path.
+
+    Raises:
+        ConfigError: unknown name, unreadable file, or a malformed / non-physical entry.
+    """
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix not in (".yaml", ".yml"):
+        path = object_config_dir() / f"{text}.yaml"
+        if not path.is_file():
+            raise ConfigError(f"unknown object '{text}'; bundled objects: {object_names()}, or give a .yaml path")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read object config '{path}': {exc}") from None
+    return parse_object(raw, str(path))
+
+
+def _pose(entry: Any, where: str) -> pin.SE3:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping with xyz (m) and rpy (rad), got {entry!r}")
+    xyz = vector3(entry.get("xyz", [0, 0, 0]), f"{where}.xyz")
+    rpy = vector3(entry.get("rpy", [0, 0, 0]), f"{where}.rpy")
+    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
+
+
+def parse_object(raw: Any, where: str) -> ObjectConfig:
+    """Parse and check an object config mapping on its own (robot checks: :func:`check_object`)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"object config '{where}' must be a YAML mapping, got {type(raw).__name__}")
+    name = str(raw.get("name") or Path(where).stem)
+    base = require_key(raw, "base", where)
+    if base not in BASE_TYPES:
+        raise ConfigError(f"{where}: base must be one of {list(BASE_TYPES)}, got {base!r}")
+    mass = positive_number(require_key(raw, "mass", where), f"{where}: mass (kg)")
+    inertia = check_inertia(require_key(raw, "inertia", where), f"{where}: inertia")
+    grasps_raw = require_key(raw, "grasps", where)
+    if not isinstance(grasps_raw, list) or not grasps_raw:
+        raise ConfigError(f"{where}: grasps must be a non-empty list of {{end_effector, xyz, rpy}}")
+    grasps = []
+    for i, g in enumerate(grasps_raw):
+        gw = f"{where}: grasps[{i}]"
+        if not isinstance(g, dict) or "end_effector" not in g:
+            raise ConfigError(f"{gw} must be a mapping with end_effector, xyz (m), rpy (rad)")
+        grasps.append(Grasp(str(g["end_effector"]), _pose(g, gw)))
+    ees = [g.end_effector for g in grasps]
+    if len(set(ees)) != len(ees):
+        raise ConfigError(f"{where}: two grasps name the same end-effector ({ees}); give one grasp per end-effector")
+    pose = _pose(raw.get("pose_in_base", {}), f"{where}: pose_in_base")
+    size = vector3(raw.get("size", [0.1, 0.1, 0.1]), f"{where}: size (m)")
+    return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size)
+
+
+def check_inertia(value: Any, where: str) -> np.ndarray:
+    """A 3x3 rotational inertia (kg m^2) that a real body can have, or ConfigError with the fix:
+    symmetric, positive principal moments that obey the triangle inequality."""
+    try:
+        I = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        I = np.zeros(0)
+    if I.shape != (3, 3) or not np.isfinite(I).all():
+        raise ConfigError(f"{where} must be a 3x3 list of finite numbers (kg m^2), got {value!r}")
+    scale = float(np.abs(I).max()) or 1.0
+    if np.abs(I - I.T).max() > _INERTIA_RTOL * scale:
+        raise ConfigError(f"{where} is not symmetric ({I.tolist()}); write the products of inertia once each (I[i][j] = I[j][i])")
+    moments = np.linalg.eigvalsh(0.5 * (I + I.T))
+    if moments[0] <= 0:
+        raise ConfigError(f"{where} has principal moments {np.round(moments, 9).tolist()} kg m^2: not positive definite; "
+                          "give the inertia about the CoM (a box a x b x c of mass m: ixx = m(b^2+c^2)/12 ...)")
+    a, b, c = moments
+    if a + b < c * (1 - _INERTIA_RTOL):
+        raise ConfigError(f"{where} has principal moments {np.round(moments, 9).tolist()} kg m^2, which break the triangle "
+                          f"inequality ({a:.6g} + {b:.6g} < {c:.6g}): no real body has them; recompute them from the "
+                          "shape (a box a x b x c of mass m: ixx = m(b^2+c^2)/12 ...)")
+    return 0.5 * (I + I.T)
+
+
+def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
+    """Check ``obj`` against robot ``ff`` and return the robot's joint angles (rad, ``ff.joint_names``
+    order) that hold it: the ready pose, with each grasping arm solved so its end-effector sits on
+    its grasp frame (object at ``obj.pose_in_base``, base at the origin).
+
+    Raises:
+        ModelError: wrong base type, a grasp naming no end-effector of the robot, or a grasp
+            frame that its arm cannot reach (with the distance left).
+    """
+    if obj.base != ff.base:
+        raise ModelError(f"object '{obj.name}' is for {obj.base} robots; robot '{ff.name}' is {ff.base}: "
+                         f"choose an object with base: {ff.base}")
+    from freeflyer_control.physics.state import make_state  # model layer stays below physics at import time
+
+    angles = np.zeros(ff.nj)
+    index = {n: i for i, n in enumerate(ff.joint_names)}
+    for name, value in ff.ready_pose.items():
+        angles[index[name]] = value
+    state = make_state(ff, joint_positions=angles)
+    data = ff.create_data()
+    for grasp in obj.grasps:
+        if grasp.end_effector not in ff.end_effectors:
+            raise ModelError(f"object '{obj.name}': grasp end_effector '{grasp.end_effector}' is not an end-effector "
+                             f"of robot '{ff.name}'; its end-effectors: {list(ff.end_effectors)}")
+        target = obj.pose_in_base * grasp.placement
+        joints = _arm_of(ff, grasp.end_effector)
+        q, err = _solve_reach(ff, data, state.q, grasp.end_effector, joints, target)
+        if err > REACH_TOL:
+            p = target.translation
+            raise ModelError(
+                f"object '{obj.name}': no arm can reach the grasp frame of '{grasp.end_effector}' at "
+                f"({p[0]:.3g}, {p[1]:.3g}, {p[2]:.3g}) m in base_link (closest pose {err:.3g} m/rad away); "
+                "move pose_in_base or the grasp frame within the arm's reach")
+        state.q = q
+    return pin.difference(ff.model, pin.neutral(ff.model), state.q)[ff.nb:]
+
+
+def _arm_of(ff: FreeFlyerModel, end_effector: str) -> list[int]:
+    """Velocity indices of the arm joints that move ``end_effector``."""
+    model = ff.model
+    jid = model.frames[ff.frame_id(end_effector)].parentJoint
+    chain = []
+    while jid > 1:  # joint 1 is the base
+        if model.names[jid] in ff.arm_joint_names:
+            chain.append(model.joints[jid].idx_v)
+        jid = model.parents[jid]
+    return sorted(chain)
+
+
+def pose_error(ff: FreeFlyerModel, current: pin.SE3, target: pin.SE3) -> np.ndarray:
+    """[p - p_target; log3(R R_target^T)] in world axes (m, rad); planar: (x, y, yaw) rows."""
+    e = np.concatenate([current.translation - target.translation,
+                        pin.log3(current.rotation @ target.rotation.T)])
+    return e[[0, 1, 5]] if ff.base == "planar" else e
+
+
+def _solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
+    """Damped Newton on one arm's joints (base fixed) towards ``target``; (q, residual)."""
+    model, fid = ff.model, ff.frame_id(frame)
+    rows = [0, 1, 5] if ff.base == "planar" else slice(None)
+    q = q0.copy()
+    best = (q.copy(), np.inf)
+    for _ in range(iters):
+        pin.framesForwardKinematics(model, data, q)
+        e = pose_error(ff, data.oMf[fid], target)
+        err = float(np.abs(e).max())
+        if err < best[1]:
+            best = (q.copy(), err)
+        if err < 1e-10:
+            break
+        J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[rows][:, v_idx]
+        dq = np.zeros(model.nv)
+        dq[v_idx] = -J.T @ np.linalg.solve(J @ J.T + 1e-6 * np.eye(J.shape[0]), e)
+        # Stay inside the URDF limits: a grasp held only past a joint limit is not reachable.
+        q = np.clip(pin.integrate(model, q, dq), model.lowerPositionLimit, model.upperPositionLimit)
+    return best
+
+
+def attach_object(ff: FreeFlyerModel, obj: ObjectConfig) -> FreeFlyerModel:
+    """The robot with ``obj`` held: a copy of ``ff`` whose Pinocchio model carries the object's
+    inertia on the first grasping arm's last link (so mass matrix, momentum and CoM include it),
+    and frames ``<name>`` (object frame, at its CoM) and ``<name>_grasp_<ee>`` for every grasp.
+
+    The object's pose is the first grasp's end-effector pose times the inverse grasp placement;
+    the other end-effectors close loops onto their grasp frames.
+    """
+    model = pin.Model(ff.model)
+    first = obj.grasps[0]
+    ee = model.frames[ff.frame_id(first.end_effector)]
+    joint = ee.parentJoint
+    in_joint = ee.placement * first.placement.inverse()  # object frame in the joint frame
+    model.appendBodyToJoint(joint, obj.spatial_inertia, in_joint)
+    model.addFrame(pin.Frame(obj.name, joint, in_joint, pin.FrameType.OP_FRAME))
+    for g in obj.grasps:
+        model.addFrame(pin.Frame(grasp_frame_name(obj, g.end_effector), joint, in_joint * g.placement,
+                                 pin.FrameType.OP_FRAME))
+    return dataclasses.replace(ff, model=model, name=f"{ff.name}+{obj.name}")
+
+
+def grasp_frame_name(obj: ObjectConfig, end_effector: str) -> str:
+    return f"{obj.name}_grasp_{end_effector}"
+
+
+def free_object_model(obj: ObjectConfig) -> FreeFlyerModel:
+    """The object on its own, floating free (before a capture): a one-body free-flyer whose base
+    frame is the object frame (its CoM), so the plant integrates its tumbling like any base."""
+    model = pin.Model()
+    model.gravity = pin.Motion.Zero()  # orbit-relative frame / air-bearing table, as for robots
+    joint = pin.JointModelPlanar() if obj.base == "planar" else pin.JointModelFreeFlyer()
+    jid = model.addJoint(0, joint, pin.SE3.Identity(), "root_joint")
+    model.appendBodyToJoint(jid, obj.spatial_inertia, pin.SE3.Identity())
+    model.addFrame(pin.Frame(obj.name, jid, pin.SE3.Identity(), pin.FrameType.BODY))
+    for g in obj.grasps:
+        model.addFrame(pin.Frame(grasp_frame_name(obj, g.end_effector), jid, g.placement, pin.FrameType.OP_FRAME))
+    return FreeFlyerModel(model=model, base=obj.base, base_link=obj.name, joint_names=(), arm_joint_names=(),
+                          wheel_joint_names=(), end_effectors=(), arms={}, name=obj.name)
+
+
+def with_grasp_placement(obj: ObjectConfig, end_effector: str, placement: pin.SE3) -> ObjectConfig:
+    """``obj`` grasped by ``end_effector`` only, at ``placement`` (grasp frame in the object
+    frame): the grasp as it actually closed in a capture."""
+    return dataclasses.replace(obj, grasps=(Grasp(end_effector, placement),))

@@ -1,0 +1,303 @@
+"""Closed chains: arms that hold one object (Swain, Morris & Zalzala 1999, with DIGEST §4.4).
+
+The held object is part of the robot model (model.objects.attach_object): its inertia rides on
+the first grasping arm's last link, so Pinocchio's mass matrix, momentum and CoM include it. The
+other grasps are loop closures: end-effector i's frame must coincide with grasp frame i on the
+object. Writing J_i for the relative Jacobian (end-effector twist minus the twist of the object
+point at the end-effector origin, world axes) and lambda for the loop wrenches on the
+end-effectors, the dynamics are the stacked system of DIGEST §4.4 with the object eliminated:
+
+    M nu' + b = tau + J^T lambda,        J nu' = -(Jdot nu) - 2 zeta w_n (J nu) - w_n^2 e
+
+(Baumgarte stabilisation of the loop error e = [p_ee - p_grasp; log(R_ee R_grasp^T)]), solved
+through the Schur complement J M^-1 J^T. Swain's Eqs. 48-50 are not used (DIGEST §4.4: their
+6m x 6m matrix is singular for m >= 2). The constraint wrenches act between two bodies of one
+system, so the total momentum, object included, is untouched by them: the plant's momentum
+projection keeps it at its initial value in floating mode.
+
+Also here: the multi-arm generalized Jacobian with the object included (Swain Eqs. 23-24 and 26,
+per mode), and the reduced inertia of Swain's Eq. 38 with the corrected Woodbury identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig, grasp_frame_name
+from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
+from freeflyer_control.physics.gjm import generalized_jacobian
+from freeflyer_control.physics.grasp import grasp_matrix
+from freeflyer_control.physics.linalg import cross3, solve, solve_spd_upper
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State
+
+_PLANAR_ROWS = np.array([0, 1, 5])
+# Baumgarte natural frequency (rad/s) and damping ratio of the loop-closure error. Critically
+# damped at 20 rad/s: an error decays in ~0.25 s, and w_n dt = 0.04 at the plants' 500 Hz keeps
+# the stabilisation itself far inside RK4's stability region.
+BAUMGARTE_OMEGA = 20.0
+BAUMGARTE_ZETA = 1.0
+
+
+def multi_arm_jacobian(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode | str,
+                       end_effectors: tuple[str, ...] | None = None) -> np.ndarray:
+    """Swain Eqs. 23-24 (floating) and 26 (flying), any mode: the stacked end-effector twists per
+    unit actuated velocity, v_e = J u + drift, with the free base motion set by the momentum of
+    base, arms and (when ``ff`` holds one, see attach_object) the object.
+
+    Rows: the end-effectors' twists in world axes, one block per end-effector (spatial
+    [v; w], planar (vx, vy, wz)); columns: the GJM's (arm joints, then commanded base velocities
+    in world axes). With one arm and no object this is the GJM of physics.gjm.
+    """
+    return multi_arm_gjm(ff, data, state, mode, end_effectors)[0]
+
+
+def multi_arm_gjm(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode | str,
+                  end_effectors: tuple[str, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(J, drift) of :func:`multi_arm_jacobian`: v_e = J u + drift, the drift being the stacked
+    twists with every actuated velocity zero (non-zero momentum, wheel spin)."""
+    ees = ff.end_effectors if end_effectors is None else end_effectors
+    M = mass_matrix(ff, data, state.q)
+    gjms = [generalized_jacobian(ff, data, state, mode, e, M=M) for e in ees]
+    return np.vstack([g.matrix for g in gjms]), np.concatenate([g.drift for g in gjms])
+
+
+def reduced_inertia_eq38(ff: FreeFlyerModel, data: pin.Data, q: np.ndarray) -> np.ndarray:
+    """Swain's Eq. 38 joint-space inertia of a free-floating multi-arm system (N x N, over
+    ``ff.joint_names``; an attached object counts as part of its link), built from the link
+    operators with the corrected matrix-inversion lemma (DIGEST §4.4):
+
+        M = (X Phi)^T [M_q - M_q X_b (M_b + X_b^T M_q X_b)^-1 X_b^T M_q] (X Phi)
+
+    with M_q the block-diagonal link inertias, X_b the base-to-link velocity maps and X Phi the
+    joint-to-link maps (each link's velocity in its own frame, Pinocchio LOCAL Jacobians), and
+    M_b the base body's inertia in the base velocity coordinates. Only a 6x6 (planar 3x3) matrix
+    is inverted. It equals the Schur complement of the floating-base mass matrix (doc 001 Eq. 45).
+    """
+    model, nb = ff.model, ff.nb
+    pin.computeJointJacobians(model, data, q)
+    links = range(2, model.njoints)  # joint 1 is the base
+    J = [pin.getJointJacobian(model, data, k, pin.LOCAL) for k in links]
+    X_b = np.vstack([Jk[:, :nb] for Jk in J])
+    X_phi = np.vstack([Jk[:, nb:] for Jk in J])
+    M_q = np.zeros((6 * len(J), 6 * len(J)))
+    for i, k in enumerate(links):
+        M_q[6 * i:6 * i + 6, 6 * i:6 * i + 6] = model.inertias[k].matrix()
+    S_b = pin.getJointJacobian(model, data, 1, pin.LOCAL)[:, :nb]  # base coordinates -> base twist
+    M_b = S_b.T @ model.inertias[1].matrix() @ S_b
+    MqXb = M_q @ X_b
+    middle = M_q - MqXb @ solve(M_b + X_b.T @ MqXb, MqXb.T)
+    M = X_phi.T @ middle @ X_phi
+    return 0.5 * (M + M.T)
+
+
+@dataclass(frozen=True)
+class LoopTerms:
+    """The loop closures at one state (planar: in-plane rows only).
+
+    Attributes:
+        J: (k, nv) relative Jacobians, stacked per closed loop.
+        drift: (k,) Jdot nu.
+        velocity: (k,) J nu, the relative twists (m/s, rad/s).
+        error: (k,) pose errors [p_ee - p_grasp (m); log(R_ee R_grasp^T) (rad)], world axes.
+    """
+
+    J: np.ndarray
+    drift: np.ndarray
+    velocity: np.ndarray
+    error: np.ndarray
+
+
+def loop_terms(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray, v: np.ndarray) -> LoopTerms:
+    """Relative Jacobian, drift, velocity and pose error of every loop closure (grasps 2..m)."""
+    # Runs at every plant stage: frame ids cached, one output array per quantity, rows picked
+    # once per loop (bench/bench_closed_chain.py times it).
+    model = ff.model
+    pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+    pin.computeJointJacobians(model, data)  # from the placements just computed
+    pin.updateFramePlacements(model, data)
+    rows = _PLANAR_ROWS if ff.base == "planar" else _SPATIAL_ROWS
+    n = rows.size
+    pairs = _loop_frames(ff, obj)
+    J = np.empty((n * len(pairs), model.nv))
+    drift, vel, err = np.empty(J.shape[0]), np.empty(J.shape[0]), np.empty(J.shape[0])
+    lwa = pin.LOCAL_WORLD_ALIGNED
+    for i, (fe, fg) in enumerate(pairs):
+        oe, og = data.oMf[fe], data.oMf[fg]
+        r = oe.translation - og.translation
+        Jg = pin.getFrameJacobian(model, data, fg, lwa)
+        Jg[:3] -= pin.skew(r) @ Jg[3:]  # the object point at the end-effector origin
+        ve = pin.getFrameVelocity(model, data, fe, lwa)
+        vg = pin.getFrameVelocity(model, data, fg, lwa)
+        ae = pin.getFrameClassicalAcceleration(model, data, fe, lwa)
+        ag = pin.getFrameClassicalAcceleration(model, data, fg, lwa)
+        w = vg.angular
+        dv = ve.linear - vg.linear
+        # d/dt (v_e - v_g - w x r) with nu' = 0; r moves with the end-effector, not the object.
+        full = np.empty((3, 6))
+        full[0, :3] = ae.linear - ag.linear - cross3(ag.angular, r) - cross3(w, dv)
+        full[0, 3:] = ae.angular - ag.angular
+        full[1, :3] = dv - cross3(w, r)
+        full[1, 3:] = ve.angular - w
+        full[2, :3] = r
+        full[2, 3:] = pin.log3(oe.rotation @ og.rotation.T)
+        block = slice(n * i, n * i + n)
+        J[block] = (pin.getFrameJacobian(model, data, fe, lwa) - Jg)[rows]
+        picked = full[:, rows]
+        drift[block], vel[block], err[block] = picked
+    return LoopTerms(J, drift, vel, err)
+
+
+_SPATIAL_ROWS = np.arange(6)
+_LOOP_FRAMES: dict[tuple[int, int], tuple] = {}
+
+
+def _loop_frames(ff: FreeFlyerModel, obj: ObjectConfig) -> list[tuple[int, int]]:
+    """(end-effector frame id, grasp frame id) of every loop; cached per (model, object), the
+    entry keeping both alive so that their ids are not reused."""
+    key = (id(ff), id(obj))
+    hit = _LOOP_FRAMES.get(key)
+    if hit is None or hit[0] is not ff or hit[1] is not obj:
+        pairs = [(ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector)))
+                 for g in obj.grasps[1:]]
+        hit = _LOOP_FRAMES[key] = (ff, obj, pairs)
+    return hit[2]
+
+
+def _wanted(loops: LoopTerms) -> np.ndarray:
+    """J nu' that the Baumgarte-stabilised loops ask for."""
+    return -loops.drift - 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA * loops.velocity - BAUMGARTE_OMEGA ** 2 * loops.error
+
+
+def constrained_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
+                             v: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(nu', lambda): accelerations with the loops held (Baumgarte-stabilised, see the module
+    docstring) and the loop wrenches on end-effectors 2..m (world axes, about each end-effector
+    origin; planar (fx, fy, mz)). ``tau`` as for the open-chain plant (nv,)."""
+    if len(obj.grasps) < 2:
+        return pin.aba(ff.model, data, q, v, tau).copy(), np.zeros(0)
+    loops = loop_terms(ff, data, obj, q, v)
+    # Per plant stage: ABA for the free accelerations M^-1 (tau - b), one Cholesky solve for
+    # M^-1 J^T (CRBA fills the upper triangle), one small solve for the loop wrenches.
+    free = pin.aba(ff.model, data, q, v, tau)
+    MinvJt = solve_spd_upper(pin.crba(ff.model, data, q), loops.J.T)
+    lam = solve(loops.J @ MinvJt, _wanted(loops) - loops.J @ free)
+    return free + MinvJt @ lam, lam
+
+
+@dataclass(frozen=True)
+class ClosedChainResponse:
+    """The closed chain's dynamics at one state as affine maps of the generalized forces tau
+    (nv, as for the plant): nu' = A tau + a, lambda = B tau + c (see constrained_acceleration)."""
+
+    A: np.ndarray
+    a: np.ndarray
+    B: np.ndarray
+    c: np.ndarray
+
+
+def closed_chain_response(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
+                          v: np.ndarray) -> ClosedChainResponse:
+    """How tau moves the held system and loads the loops at (q, v): what a controller inverts."""
+    M = mass_matrix(ff, data, q)
+    b = nonlinear_effects(ff, data, q, v)
+    Minv = solve(M, np.eye(M.shape[0]))
+    if len(obj.grasps) < 2:
+        return ClosedChainResponse(Minv, -Minv @ b, np.zeros((0, M.shape[0])), np.zeros(0))
+    loops = loop_terms(ff, data, obj, q, v)
+    JMinv = loops.J @ Minv
+    Gi = solve(JMinv @ loops.J.T, np.eye(loops.J.shape[0]))
+    B = -Gi @ JMinv
+    c = Gi @ (_wanted(loops) + JMinv @ b)
+    return ClosedChainResponse(Minv + JMinv.T @ B, -Minv @ b + JMinv.T @ c, B, c)
+
+
+class ClosedChainPlant(Plant):
+    """The plant of a robot holding ``obj`` (``ff`` from attach_object): the same RKMK4 integrator,
+    momentum projection, divergence checks and interface as :class:`Plant`, with the loop
+    closures held. ``max_constraint_error`` is the largest loop position error seen (m)."""
+
+    def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, state: State, dt: float, t0: float = 0.0):
+        self.obj = obj
+        self.max_constraint_error = 0.0
+        super().__init__(ff, state, dt, t0)
+        self.max_constraint_error = self.constraint_error()
+
+    def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        return constrained_acceleration(self.ff, self.data, self.obj, q, v, tau)[0]
+
+    def step(self, actuation=None, *, tau=None) -> State:
+        state = super().step(actuation, tau=tau)
+        self.max_constraint_error = max(self.max_constraint_error, self.constraint_error())
+        return state
+
+    def constraint_error(self) -> float:
+        """Largest loop-closure position error at the current state, m."""
+        pairs = _loop_frames(self.ff, self.obj)
+        if not pairs:
+            return 0.0
+        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
+        oMf = self.data.oMf
+        return max(float(np.linalg.norm(oMf[fe].translation - oMf[fg].translation)) for fe, fg in pairs)
+
+    def object_pose(self) -> pin.SE3:
+        """The object frame (at its CoM) in world."""
+        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
+        return self.data.oMf[self.ff.frame_id(self.obj.name)].copy()
+
+    def object_twist(self) -> np.ndarray:
+        """Object twist at its CoM, world axes: [v; w] (6,)."""
+        pin.forwardKinematics(self.ff.model, self.data, self.state.q, self.state.v)
+        return pin.getFrameVelocity(self.ff.model, self.data, self.ff.frame_id(self.obj.name),
+                                    pin.LOCAL_WORLD_ALIGNED).vector.copy()
+
+    def grasp_wrenches(self, tau: np.ndarray) -> np.ndarray:
+        """Wrenches the end-effectors apply to the object at the current state under generalized
+        forces ``tau``: (m, n) rows in grasp order, world axes, about each end-effector origin
+        (spatial [f; m], planar (fx, fy, mz)). Grasp 1's wrench is what makes W^T f_e equal the
+        object's net wrench M_o a_o + b_o."""
+        ff, data, q, v = self.ff, self.data, self.state.q, self.state.v
+        a, lam = constrained_acceleration(ff, data, self.obj, q, v, tau)
+        planar = ff.base == "planar"
+        n = 3 if planar else 6
+        others = -lam.reshape(-1, n)  # lambda acts on the end-effectors; the object feels -lambda
+        net = object_net_wrench(ff, data, self.obj, q, v, a)
+        pos = self.ee_positions()
+        W = grasp_matrix(pos, self.object_pose().translation, planar)
+        rest = net - W[n:].T @ others.ravel() if len(others) else net
+        first = np.linalg.solve(W[:n].T, rest)
+        return np.vstack([first, others]) if len(others) else first[None, :]
+
+    def ee_positions(self) -> np.ndarray:
+        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
+        return np.array([self.data.oMf[self.ff.frame_id(g.end_effector)].translation for g in self.obj.grasps])
+
+
+def object_net_wrench(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
+                      v: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """M_o v_o' + b_o: the net wrench on the object (world axes, about its CoM; planar
+    (fx, fy, mz)) for accelerations ``a`` of the system holding it."""
+    model = ff.model
+    pin.forwardKinematics(model, data, q, v, a)
+    pin.updateFramePlacements(model, data)
+    fid = ff.frame_id(obj.name)
+    R = data.oMf[fid].rotation
+    acc = pin.getFrameClassicalAcceleration(model, data, fid, pin.LOCAL_WORLD_ALIGNED)
+    w = pin.getFrameVelocity(model, data, fid, pin.LOCAL_WORLD_ALIGNED).angular
+    I_w = R @ obj.inertia @ R.T
+    wrench = np.concatenate([obj.mass * acc.linear, I_w @ acc.angular + cross3(w, I_w @ w)])
+    return wrench[_PLANAR_ROWS] if ff.base == "planar" else wrench
+
+
+def make_plant(ff: FreeFlyerModel, state: State, dt: float, obj: ObjectConfig | None = None,
+               t0: float = 0.0) -> Plant:
+    """The one way to build a plant: open chain (``obj`` None) or closed chain (``ff`` holding
+    ``obj``, from attach_object). Both have the :class:`Plant` interface."""
+    if obj is None:
+        return Plant(ff, state, dt, t0)
+    return ClosedChainPlant(ff, obj, state, dt, t0)

@@ -1,0 +1,219 @@
+"""Lockstep simulation of a capture: ``freeflyer sim --object NAME --maneuver capture``.
+
+The object floats free and tumbles (its own plant: a one-body free-flyer); the robot's first
+grasping end-effector approaches the grasp frame (control.capture.ApproachController); the grasp
+closes as soon as the relative pose and speed are within the tolerances, as a plastic impact
+(physics.capture.capture_impact, momentum conserved); the combined system is then brought to rest
+(control.capture.RestController) by the plant of the robot holding the object.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.capture import (
+    ApproachController,
+    CaptureTolerances,
+    RestController,
+    capture_refusal,
+    relative_motion,
+)
+from freeflyer_control.model import load_robot
+from freeflyer_control.model.objects import free_object_model, grasp_frame_name, load_object
+from freeflyer_control.physics.capture import capture_impact
+from freeflyer_control.physics.closed_chain import object_net_wrench
+from freeflyer_control.physics.grasp import grasp_matrix
+from freeflyer_control.physics.momentum import planar_components, world_momentum
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State, base_rotation, base_twist_world, make_state
+from freeflyer_control.sim.cooperative import ObjectSimResult
+
+# Where the target starts, relative to where the robot would hold it (world, m and rad), and how
+# it tumbles ([v (m/s); w (rad/s)], world axes at its CoM): a slow drift and spin, as of a
+# satellite that has lost attitude control, a few centimetres from the capturing hand.
+START = {
+    "planar": (np.array([0.05, 0.04, 0.0]), np.array([0.0, 0.0, 0.1]),
+               np.array([-0.004, 0.002, 0.0, 0.0, 0.0, 0.03])),
+    "spatial": (np.array([0.05, 0.04, 0.03]), np.array([0.05, -0.05, 0.1]),
+                np.array([-0.004, 0.002, 0.001, 0.01, -0.02, 0.03])),
+}
+APPROACH_TIMEOUT_S = 20.0
+# At rest: every actuated velocity below this (m/s, rad/s).
+REST_SPEED = 1e-3
+SETTLE_S = 1.0  # without --duration a run ends this long after the system came to rest, s
+
+
+@dataclass
+class CaptureConfig:
+    robot: str = "dual_arm_planar"
+    obj: str = "planar_box"
+    mode: str = "flying"
+    rate: float = 500.0
+    duration: float | None = None  # s; default: approach timeout + 10 s
+    log_rate: float = 50.0
+    tolerances: CaptureTolerances = CaptureTolerances()
+
+
+def initial_states(config: CaptureConfig):
+    """(robot, object, capturing end-effector, robot state at its ready pose, free object state)."""
+    ff = load_robot(config.robot)
+    obj = load_object(config.obj)
+    if obj.base != ff.base:
+        from freeflyer_control.errors import ModelError
+        raise ModelError(f"object '{obj.name}' is for {obj.base} robots; robot '{ff.name}' is {ff.base}: "
+                         f"choose an object with base: {ff.base}")
+    ee = obj.grasps[0].end_effector
+    ff.frame_id(ee)  # refuses an end-effector the robot lacks, naming its links
+    robot_state = make_state(ff, joint_positions=ff.ready_pose)
+    shift, rpy, twist = START[ff.base]
+    X = obj.pose_in_base
+    R = pin.rpy.rpyToMatrix(*rpy) @ X.rotation
+    free = free_object_model(obj)
+    p = X.translation + shift
+    kw = dict(base_position=[p[0], p[1], 0.0] if ff.base == "planar" else p,
+              base_linear_velocity=twist[:3], base_angular_velocity=twist[3:])
+    if ff.base == "planar":
+        kw["base_yaw"] = float(np.arctan2(R[1, 0], R[0, 0]))
+    else:
+        kw["base_orientation_xyzw"] = pin.Quaternion(R).coeffs()
+    return ff, obj, ee, robot_state, free, make_state(free, **kw)
+
+
+def request_capture(ff, obj, ee: str, robot_state: State, free, object_state: State,
+                    tol: CaptureTolerances) -> str | None:
+    """What the capture service answers now: None (the grasp may close) or the refusal line."""
+    return capture_refusal(ee, obj.name, _relative(ff, obj, ee, robot_state, free, object_state), tol)
+
+
+def _relative(ff, obj, ee, robot_state, free, object_state):
+    rdata, odata = ff.create_data(), free.create_data()
+    for model, data, s in ((ff.model, rdata, robot_state), (free.model, odata, object_state)):
+        pin.forwardKinematics(model, data, s.q, s.v)
+        pin.updateFramePlacements(model, data)
+    fe, fg = ff.frame_id(ee), free.frame_id(grasp_frame_name(obj, ee))
+    return relative_motion(rdata.oMf[fe], pin.getFrameVelocity(ff.model, rdata, fe, pin.LOCAL_WORLD_ALIGNED).vector,
+                           odata.oMf[fg], pin.getFrameVelocity(free.model, odata, fg, pin.LOCAL_WORLD_ALIGNED).vector)
+
+
+def _object_pose_twist(free, state: State) -> tuple[pin.SE3, np.ndarray]:
+    lin, ang = base_twist_world(free, state)
+    R = base_rotation(free, state.q)
+    p = state.q[:3] if free.base == "spatial" else np.array([state.q[0], state.q[1], 0.0])
+    return pin.SE3(R, p), np.concatenate([lin, ang])
+
+
+def _object_momentum(obj, pose: pin.SE3, twist: np.ndarray, planar: bool) -> np.ndarray:
+    """[P; L about the world origin] of the free object, world axes (planar [Px, Py, Lz])."""
+    P = obj.mass * twist[:3]
+    L = pose.rotation @ obj.inertia @ pose.rotation.T @ twist[3:] + np.cross(pose.translation, P)
+    h = np.concatenate([P, L])
+    return h[[0, 1, 5]] if planar else h
+
+
+def run_capture(config: CaptureConfig) -> ObjectSimResult:
+    ff, obj, ee, robot_state, free, object_state = initial_states(config)
+    planar = ff.base == "planar"
+    dt = 1.0 / config.rate
+    duration = config.duration or APPROACH_TIMEOUT_S + 10.0
+    steps = int(round(duration / dt))
+    every = max(1, int(round(config.rate / config.log_rate)))
+    robot_plant, object_plant = Plant(ff, robot_state, dt), Plant(free, object_state, dt)
+    approach = ApproachController(ff, ee, config.mode)
+    rdata, odata = ff.create_data(), free.create_data()
+    R0 = base_rotation(ff, robot_state.q)
+    fe, fg = ff.frame_id(ee), free.frame_id(grasp_frame_name(obj, ee))
+    held_plant = rest = impact = None
+    capture_t = rest_t = None
+    refusal = None
+    rows: dict[str, list] = {}
+    peak_f = peak_m = 0.0
+    h_before = h_after = None
+    started = time.perf_counter()
+    for k in range(steps + 1):
+        t = k * dt
+        if held_plant is None:
+            rs, os_ = robot_plant.state, object_plant.state
+            for model, data, s in ((ff.model, rdata, rs), (free.model, odata, os_)):
+                pin.forwardKinematics(model, data, s.q, s.v)
+                pin.updateFramePlacements(model, data)
+            ee_pose, grasp = rdata.oMf[fe], odata.oMf[fg]
+            ee_twist = pin.getFrameVelocity(ff.model, rdata, fe, pin.LOCAL_WORLD_ALIGNED).vector
+            grasp_twist = pin.getFrameVelocity(free.model, odata, fg, pin.LOCAL_WORLD_ALIGNED).vector
+            rel = relative_motion(ee_pose, ee_twist, grasp, grasp_twist)
+            refusal = capture_refusal(ee, obj.name, rel, config.tolerances)
+            pose, twist = _object_pose_twist(free, os_)
+            h_now = world_momentum(ff, rdata, rs) + _object_momentum(obj, pose, twist, planar)
+            if refusal is None:
+                h_before = h_now
+                impact = capture_impact(ff, obj, ee, rs, pose, twist)
+                held_plant = Plant(impact.held, impact.state, dt, t)
+                hdata = impact.held.create_data()
+                h_after = world_momentum(impact.held, hdata, impact.state)
+                rest = RestController(impact.held, config.mode)
+                capture_t = t
+            elif t >= APPROACH_TIMEOUT_S:
+                break
+        if held_plant is not None:
+            state = held_plant.state
+            act = rest.actuation(state)
+            if rest_t is None and np.abs(state.v[:ff.nb] if config.mode == "flying" else 0).max(initial=0) < REST_SPEED \
+                    and np.abs(state.v[impact.held.arm_v_indices]).max() < REST_SPEED:
+                rest_t = t
+            h_now = world_momentum(impact.held, hdata, state)
+            dist = 0.0
+        else:
+            act = approach.actuation(robot_plant.state, ee_pose, grasp, grasp_twist)
+            dist = rel[0]
+        if k % every == 0 or k == steps:
+            sample = {"t": [t], "phase": [0.0 if held_plant is None else 1.0], "ee_grasp_distance": [dist],
+                      "momentum_world": h_now,
+                      "base_attitude_change": [np.linalg.norm(pin.log3(R0.T @ base_rotation(ff, (held_plant or robot_plant).state.q)))],
+                      "arm_torques": act.arm_torques,
+                      "grasp_force": [peak_f], "grasp_torque": [peak_m]}
+            for key, value in sample.items():
+                rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
+        if k == steps or (config.duration is None and rest_t is not None and t >= rest_t + SETTLE_S):
+            break
+        if held_plant is not None:
+            before = held_plant.state.copy()
+            held_plant.step(act)
+            f, m = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
+            peak_f, peak_m = max(peak_f, f), max(peak_m, m)
+        else:
+            robot_plant.step(act)
+            object_plant.step()
+    elapsed = time.perf_counter() - started
+    series = {key: np.vstack(v) for key, v in rows.items()}
+    columns = {"t": ["t"], "phase": ["captured"], "ee_grasp_distance": ["m"],
+               "momentum_world": ["Px", "Py", "Lz"] if planar else ["Px", "Py", "Pz", "Lx", "Ly", "Lz"],
+               "base_attitude_change": ["rad"], "arm_torques": list(ff.arm_joint_names),
+               "grasp_force": ["N"], "grasp_torque": ["N m"]}
+    summary = {
+        "robot": ff.name, "object": obj.name, "maneuver": "capture", "mode": config.mode, "controller": "capture",
+        "duration_s": float(series["t"][-1, 0]), "rate_hz": config.rate,
+        "capture_time_s": capture_t, "capture_refused": refusal if capture_t is None else None,
+        "time_to_rest_s": None if rest_t is None or capture_t is None else rest_t - capture_t,
+        "peak_grasp_force_N": peak_f if capture_t is not None else None,
+        "peak_grasp_torque_Nm": peak_m if capture_t is not None else None,
+        "capture_impulse": None if impact is None else impact.impulse.tolist(),
+        "momentum_jump_at_capture": None if h_before is None else float(np.abs(h_after - h_before).max()),
+        "base_attitude_change_rad": float(series["base_attitude_change"].max()),
+        "peak_arm_torque_Nm": float(np.abs(series["arm_torques"]).max()),
+        "real_time_factor": float(series["t"][-1, 0]) / elapsed if elapsed > 0 else None,
+    }
+    return ObjectSimResult(series, columns, summary)
+
+
+def _grasp_wrench(impact, hdata, state: State, accel: np.ndarray, planar: bool) -> tuple[float, float]:
+    """|force| (N) and |moment| (N m) the end-effector applies to the held object, at its origin."""
+    held, obj = impact.held, impact.obj
+    net = object_net_wrench(held, hdata, obj, state.q, state.v, accel)
+    ee = hdata.oMf[held.frame_id(obj.grasps[0].end_effector)].translation
+    com = hdata.oMf[held.frame_id(obj.name)].translation
+    f = np.linalg.solve(grasp_matrix(ee[None, :], com, planar).T, net)
+    n = 2 if planar else 3
+    return float(np.linalg.norm(f[:n])), float(np.linalg.norm(f[n:]))

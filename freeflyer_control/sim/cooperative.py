@@ -1,0 +1,329 @@
+"""Lockstep simulation of a held object: ``freeflyer sim --object NAME --maneuver object-...``.
+
+The robot holding the object (model.objects.attach_object) is integrated by the closed-chain
+plant (physics.closed_chain.ClosedChainPlant, loops held); control.cooperative moves the object
+along the maneuver's reference and squeezes it to the internal-force setpoint. Momentum and CoM
+figures cover the whole system, object included.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.cooperative import CooperativeController, ObjectReference
+from freeflyer_control.control.maneuvers import min_jerk
+from freeflyer_control.errors import ModelError
+from freeflyer_control.model import load_robot
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, load_object
+from freeflyer_control.physics.closed_chain import ClosedChainPlant
+from freeflyer_control.physics.gjm import frame_jacobian
+from freeflyer_control.physics.grasp import grasp_matrix
+from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
+from freeflyer_control.sim.body_momentum import group_momenta
+
+OBJECT_MANEUVERS = ("object-transport", "object-rotate")
+MOVE_S, HOLD_S = 4.0, 2.0  # the move (minimum jerk) and the hold after it, s
+# The object's displacement (world, m) in object-transport and its turn about world z (rad) in
+# object-rotate: inside the bundled robots' closed-chain workspaces from their held poses.
+TRANSPORT = {"planar": np.array([0.05, 0.03, 0.0]), "spatial": np.array([0.05, 0.03, 0.02])}
+ROTATE_RAD = 0.3
+# Peak acceleration of a minimum-jerk move of length D over T: (10 / sqrt(3)) D / T^2.
+_MIN_JERK_PEAK = 10.0 / np.sqrt(3.0)
+
+
+@dataclass
+class ObjectSimConfig:
+    """robot: bundled name or config; obj: object name or YAML path; maneuver: OBJECT_MANEUVERS;
+    mode: floating or flying; rate: Hz (plant and controller); internal_force: squeeze, N;
+    duration: s (default the maneuver's move and hold); log_rate: samples per second."""
+
+    robot: str = "dual_arm_planar"
+    obj: str = "planar_box"
+    maneuver: str = "object-transport"
+    mode: str = "floating"
+    rate: float = 500.0
+    internal_force: float = 5.0
+    duration: float | None = None
+    log_rate: float = 50.0
+
+
+class ObjectManeuver:
+    """The object's reference: from its initial pose X0, a minimum-jerk move then a hold."""
+
+    def __init__(self, name: str, X0: pin.SE3, base: str):
+        if name not in OBJECT_MANEUVERS:
+            raise ValueError(f"unknown object maneuver '{name}'; choose one of {list(OBJECT_MANEUVERS)}")
+        self.name, self.X0 = name, X0
+        self.displacement = TRANSPORT[base] if name == "object-transport" else np.zeros(3)
+        self.turn = ROTATE_RAD if name == "object-rotate" else 0.0
+        self.duration = MOVE_S + HOLD_S
+
+    def __call__(self, t: float) -> ObjectReference:
+        s, ds, _ = min_jerk(t / MOVE_S)
+        R = pin.rpy.rpyToMatrix(0.0, 0.0, s * self.turn) @ self.X0.rotation
+        twist = np.concatenate([ds / MOVE_S * self.displacement, [0.0, 0.0, ds / MOVE_S * self.turn]])
+        return ObjectReference(pin.SE3(R, self.X0.translation + s * self.displacement), twist)
+
+    def peak_acceleration(self) -> float:
+        """m/s^2: the largest linear acceleration of the object's CoM along the reference."""
+        return float(_MIN_JERK_PEAK * np.linalg.norm(self.displacement) / MOVE_S ** 2)
+
+
+def torque_problem(ff: FreeFlyerModel, held: FreeFlyerModel, obj: ObjectConfig, state: State,
+                   maneuver: ObjectManeuver, internal_force: float) -> str | None:
+    """Why the arms cannot hold the object through the maneuver (one line), or None.
+
+    A lower bound of the joint torques: the object's peak inertial force (mass times the peak
+    acceleration, its most demanding direction being unknown beforehand, applied along each world
+    axis) plus the squeeze, shared between the grasps by (W^T)^+, through J^T at the start pose.
+    The arms' own inertia only adds to it.
+    """
+    from freeflyer_control.physics.grasp import squeeze_direction
+
+    data = held.create_data()
+    pin.framesForwardKinematics(held.model, data, state.q)
+    planar = ff.base == "planar"
+    rows = [0, 1, 5] if planar else slice(None)
+    ee_pos = np.array([data.oMf[held.frame_id(g.end_effector)].translation for g in obj.grasps])
+    W = grasp_matrix(ee_pos, data.oMf[held.frame_id(obj.name)].translation, planar)
+    Jc = np.vstack([frame_jacobian(held, data, state.q, g.end_effector)[rows] for g in obj.grasps])
+    Jarm = Jc[:, held.arm_v_indices]
+    limits = held.arm_effort_limits
+    force = obj.mass * maneuver.peak_acceleration()
+    squeeze = internal_force * squeeze_direction(ee_pos, planar)
+    worst, where = 0.0, None
+    for axis in range(2 if planar else 3):
+        f_o = np.zeros(W.shape[1])
+        f_o[axis] = force
+        tau = Jarm.T @ (np.linalg.pinv(W.T) @ f_o + squeeze)
+        ratio = np.abs(tau) / limits
+        if ratio.max() > worst:
+            worst, where = float(ratio.max()), (int(np.argmax(ratio)), tau)
+    if worst <= 1.0:
+        return None
+    i, tau = where
+    return (f"object '{obj.name}' ({obj.mass:g} kg) is too heavy for {maneuver.name} on robot '{ff.name}': its "
+            f"peak acceleration {maneuver.peak_acceleration():.3g} m/s^2 with a {internal_force:g} N squeeze needs at "
+            f"least {abs(tau[i]):.3g} N m at joint '{held.arm_joint_names[i]}' (limit {limits[i]:g} N m); "
+            "lighten the object or lower --internal-force")
+
+
+@dataclass
+class ObjectSimResult:
+    series: dict[str, np.ndarray]
+    columns: dict[str, list[str]]
+    summary: dict = field(default_factory=dict)
+
+
+def prepare(config: ObjectSimConfig):
+    """Robot, object, the robot holding it, its initial state, the maneuver: everything that can
+    be refused before the run (ModelError / ValueError with the reason)."""
+    ff = load_robot(config.robot)
+    obj = load_object(config.obj)
+    angles = check_object(ff, obj)
+    held = attach_object(ff, obj)
+    state = make_state(held, joint_positions=angles)
+    data = held.create_data()
+    pin.framesForwardKinematics(held.model, data, state.q)
+    maneuver = ObjectManeuver(config.maneuver, data.oMf[held.frame_id(obj.name)].copy(), ff.base)
+    problem = torque_problem(ff, held, obj, state, maneuver, config.internal_force)
+    if problem:
+        raise ModelError(problem)
+    return ff, obj, held, state, maneuver
+
+
+def run_object_simulation(config: ObjectSimConfig) -> ObjectSimResult:
+    """Fly the object maneuver (see the module docstring); series and summary figures."""
+    ff, obj, held, state, maneuver = prepare(config)
+    mode = Mode.parse(config.mode)
+    dt = 1.0 / config.rate
+    plant = ClosedChainPlant(held, obj, state, dt)
+    controller = CooperativeController(held, obj, mode, config.internal_force)
+    duration = config.duration or maneuver.duration
+    steps = int(round(duration / dt))
+    every = max(1, int(round(config.rate / config.log_rate)))
+    rows: dict[str, list] = {}
+    data_robot = ff.create_data()
+    data_held = held.create_data()
+    started = time.perf_counter()
+    h0 = None
+    for k in range(steps + 1):
+        t = k * dt
+        ref = maneuver(t)
+        tick = controller.tick(plant.state, ref)
+        if k % every == 0 or k == steps:
+            momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
+            h0 = momenta["total"] if h0 is None else h0
+            sample = {
+                "t": [t],
+                "object_position": tick.object_pose.translation,
+                "object_reference": ref.pose.translation,
+                "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
+                "internal_force": [_measured_squeeze(plant, tick.actuation)],
+                "internal_force_setpoint": [config.internal_force],
+                "grasp_constraint_error": [plant.constraint_error()],
+                "base_position": base_position(held, plant.state.q),
+                "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
+                "com": data_held.com[0].copy(),
+                "arm_torques": tick.actuation.arm_torques,
+                "base_wrench_world": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size else np.zeros(3 if ff.base == "planar" else 6),
+                **{f"momentum_{g}": momenta[g] for g in ("base", "arm", "object", "total")},
+            }
+            for key, value in sample.items():
+                rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
+        if k < steps:
+            plant.step(tick.actuation)
+    elapsed = time.perf_counter() - started
+    series = {key: np.vstack(v) for key, v in rows.items()}
+    xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+    columns = {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
+               "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
+               "base_position": xyz, "base_attitude_change": ["rad"], "com": xyz,
+               "arm_torques": list(held.arm_joint_names),
+               "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
+               **{f"momentum_{g}": pl for g in ("base", "arm", "object", "total")}}
+    summary = _summary(config, ff, obj, series, duration, elapsed, plant)
+    return ObjectSimResult(series, columns, summary)
+
+
+def _measured_squeeze(plant: ClosedChainPlant, actuation) -> float:
+    """The squeeze (N) the plant's grasp wrenches show under the applied (saturated) actuation."""
+    from freeflyer_control.physics.actuators import generalized_forces
+    from freeflyer_control.physics.grasp import squeeze_direction
+
+    tau = generalized_forces(plant.ff, plant.state.q, actuation, plant.state.v)
+    f_e = plant.grasp_wrenches(tau).ravel()
+    return float(squeeze_direction(plant.ee_positions(), plant.ff.base == "planar") @ f_e)
+
+
+def _momenta(ff, held, obj, data_robot, data_held, state, object_twist, object_pose) -> dict[str, np.ndarray]:
+    """[P; L about the system CoM (object included)] of base, arms, object and total, world axes."""
+    robot = group_momenta(ff, data_robot, state)  # the robot alone, about the robot's CoM
+    com_robot = data_robot.com[0].copy()
+    com = pin.centerOfMass(held.model, data_held, state.q)
+    R = object_pose.rotation
+    P_o = obj.mass * object_twist[:3]
+    L_o = R @ obj.inertia @ R.T @ object_twist[3:] + np.cross(object_pose.translation - com, P_o)
+
+    def shift(h):  # about the robot's CoM -> about the system's
+        return np.concatenate([h[:3], h[3:] + np.cross(com_robot - com, h[:3])])
+
+    out = {"base": shift(robot["base"]), "arm": shift(robot["arm"]), "object": np.concatenate([P_o, L_o])}
+    out["total"] = out["base"] + out["arm"] + out["object"]
+    return out
+
+
+def _summary(config, ff, obj, s, duration, elapsed, plant) -> dict:
+    err = np.linalg.norm(s["object_position"] - s["object_reference"], axis=1)
+    total = s["momentum_total"]
+    f_err = s["internal_force"][:, 0] - s["internal_force_setpoint"][:, 0]
+    com = s["com"]
+    return {
+        "robot": ff.name, "object": obj.name, "maneuver": config.maneuver, "mode": config.mode,
+        "controller": "cooperative", "duration_s": duration, "rate_hz": config.rate,
+        "internal_force_setpoint_N": config.internal_force,
+        "max_grasp_constraint_error_m": float(max(plant.max_constraint_error, s["grasp_constraint_error"].max())),
+        "object_rms_tracking_error_m": float(np.sqrt(np.mean(err ** 2))),
+        "object_max_tracking_error_m": float(err.max()),
+        "object_final_error_m": float(err[-1]),
+        "object_max_rotation_error_rad": float(s["object_rotation_error"].max()),
+        "internal_force_rms_error_N": float(np.sqrt(np.mean(f_err ** 2))),
+        "max_abs_linear_momentum": float(np.linalg.norm(total[:, :3], axis=1).max()),
+        "max_abs_angular_momentum": float(np.linalg.norm(total[:, 3:], axis=1).max()),
+        "momentum_drift": float(np.abs(total - total[0]).max()),
+        "com_drift_m": float(np.linalg.norm(com - com[0], axis=1).max()),
+        "base_attitude_change_rad": float(s["base_attitude_change"].max()),
+        "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
+        "peak_arm_torque_Nm": float(np.abs(s["arm_torques"]).max()),
+        "real_time_factor": duration / elapsed if elapsed > 0 else None,
+    }
+
+
+def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True) -> list[Path]:
+    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    header, blocks = [], []
+    for key, cols in result.columns.items():
+        header += [key if cols == ["t"] else f"{key}.{c}" for c in cols]
+        blocks.append(result.series[key])
+    csv = out / "timeseries.csv"
+    np.savetxt(csv, np.hstack(blocks), delimiter=",", header=",".join(header), comments="")
+    summary = out / "summary.json"
+    summary.write_text(json.dumps(result.summary, indent=2) + "\n")
+    written = [csv, summary]
+    if plots:
+        written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
+    return written
+
+
+def _plots(result: ObjectSimResult, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s, t = result.series, result.series["t"][:, 0]
+    title = f"{result.summary['robot']}: {result.summary['maneuver']}, {result.summary['mode']}"
+    paths = []
+    fig, ax = plt.subplots(figsize=(6, 5))
+    ax.plot(s["object_reference"][:, 0], s["object_reference"][:, 1], "k--", label="reference")
+    ax.plot(s["object_position"][:, 0], s["object_position"][:, 1], label="object CoM")
+    ax.set(xlabel="x (m)", ylabel="y (m)", title=f"{title}\nobject path")
+    ax.axis("equal")
+    ax.legend()
+    paths.append(_save(fig, out / "object_path.png", plt))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(t, s["internal_force"][:, 0], label="internal force")
+    ax.plot(t, s["internal_force_setpoint"][:, 0], "k--", label="setpoint")
+    ax.set(xlabel="t (s)", ylabel="squeeze (N)", title=f"{title}\ninternal force")
+    ax.legend()
+    paths.append(_save(fig, out / "internal_force.png", plt))
+    fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for g in ("base", "arm", "object", "total"):
+        h = s[f"momentum_{g}"]
+        axes[0].plot(t, np.linalg.norm(h[:, :3], axis=1), label=g)
+        axes[1].plot(t, np.linalg.norm(h[:, 3:], axis=1), label=g)
+    axes[0].set(ylabel="|P| (kg m/s)", title=f"{title}\nmomentum (L about the system CoM)")
+    axes[1].set(xlabel="t (s)", ylabel="|L| (kg m^2/s)")
+    axes[0].legend()
+    paths.append(_save(fig, out / "momentum_groups.png", plt))
+    return paths
+
+
+def _capture_plots(result: ObjectSimResult, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s, t = result.series, result.series["t"][:, 0]
+    title = f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}"
+    fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+    axes[0].plot(t, s["ee_grasp_distance"][:, 0])
+    axes[0].set(ylabel="end-effector to grasp (m)", title=title)
+    h = s["momentum_world"]
+    n = h.shape[1] // 2 if h.shape[1] == 6 else 2
+    axes[1].plot(t, np.linalg.norm(h[:, :n], axis=1), label="|P| (kg m/s)")
+    axes[1].plot(t, np.linalg.norm(h[:, n:], axis=1), label="|L_O| (kg m^2/s)")
+    axes[1].set(ylabel="momentum, robot + object")
+    axes[1].legend()
+    axes[2].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
+    axes[2].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
+    axes[2].set(xlabel="t (s)")
+    axes[2].legend()
+    return [_save(fig, out / "capture.png", plt)]
+
+
+def _save(fig, path: Path, plt) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
