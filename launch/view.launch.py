@@ -49,10 +49,11 @@ def source_argument():
 
 
 def view_actions(context):
-    actions = sim.freeflyer_actions(context, plant=False, control=False)
+    resolved = sim.resolve_robot(context)
+    actions = sim.freeflyer_actions(context, plant=False, control=False, resolved=resolved)
     if sim._arg(context, 'source', 'static') != 'static':
         return actions
-    model, _, _ = sim.resolve_robot(context)
+    model = resolved[0]
     use_sim_time = sim._arg(context, 'use_sim_time', 'false').lower() in sim.TRUE
     ready = {joint: float(angle) for joint, angle in model.ready_pose.items()}
     return actions + [
