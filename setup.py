@@ -53,7 +53,7 @@ setup(
     # wrappers of older setuptools check install_requires at start-up, so it
     # would break `ros2 run` under colcon. Get Pinocchio from ROS, or from PyPI
     # with the 'pypi' extra.
-    install_requires=['setuptools', 'numpy', 'scipy', 'pyyaml', 'transforms3d'],
+    install_requires=['setuptools', 'numpy', 'scipy', 'pyyaml'],
     extras_require={
         # PyPI builds of what a ROS install provides.
         'pypi': ['pin>=3', 'matplotlib'],

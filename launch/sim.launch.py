@@ -157,7 +157,7 @@ def resolve_robot(context, robot=None):
 
 
 def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, robot=None,
-                      controller_overrides=None):
+                      controller_overrides=None, resolved=None):
     """The nodes, after the launch arguments are known (an OpaqueFunction's body).
 
     Args:
@@ -171,8 +171,10 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             (testbed configs name their robot).
         controller_overrides: controller_node parameters that override the parameter file and
             the launch arguments (a testbed bridge needs ``base_actuation: ideal`` and its rate).
+        resolved: what :func:`resolve_robot` returned, when the caller needs the model too (the
+            robot is then loaded, and its warnings logged, once).
     """
-    model, files, robot_params = resolve_robot(context, robot)
+    model, files, robot_params = resolved or resolve_robot(context, robot)
     rviz = _arg(context, 'rviz', 'false').lower() in TRUE
     if rviz:  # before any node starts: a failing action would leave the others orphaned
         from ament_index_python.packages import PackageNotFoundError, get_package_prefix

@@ -15,6 +15,59 @@ from freeflyer_control.model import FreeFlyerModel, load_robot
 from freeflyer_control.physics.state import State, make_state
 
 BUNDLED_ROBOTS = ("planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof")
+PACKAGE_LOGGER = "freeflyer_control"
+
+
+class PackageLog(logging.Handler):
+    """Log records of the package's loggers, captured on those loggers themselves.
+
+    pytest's ``caplog`` listens on the root logger, so it only sees records that propagate there.
+    In one process with ``launch`` (the launch tests under ``colcon test``) that stops being
+    true: importing ``launch.logging`` makes every logger created afterwards non-propagating
+    (its ``LaunchLogger`` class) and each launch resets handlers and the root level, so what
+    ``caplog`` saw depended on the order the tests ran in. This handler is attached to the
+    package logger and to each of its children that exists (the package's loggers are
+    module-level, created at import), so it records whatever propagation, root handlers and
+    root level are. Every test that reads log records uses it (``package_log``), not ``caplog``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # A record that propagates through two of the loggers reaches this handler twice.
+        if not any(r is record for r in self.records):
+            self.records.append(record)
+
+    @property
+    def messages(self) -> list[str]:
+        return [r.getMessage() for r in self.records]
+
+    @contextlib.contextmanager
+    def at_level(self, level: int, logger: str = PACKAGE_LOGGER):
+        """Capture records of ``logger`` and its existing children at ``level`` and above."""
+        loggers = [logging.getLogger(logger)] + [
+            obj for name, obj in sorted(logging.root.manager.loggerDict.items())
+            if name.startswith(logger + ".") and isinstance(obj, logging.Logger)]
+        saved = [(lg, lg.level, lg.disabled) for lg in loggers]
+        for lg in loggers:
+            lg.setLevel(level)
+            lg.disabled = False  # a logging.config call may have disabled existing loggers
+            lg.addHandler(self)
+        try:
+            yield self
+        finally:
+            for lg, old_level, old_disabled in saved:
+                lg.removeHandler(self)
+                lg.setLevel(old_level)
+                lg.disabled = old_disabled
+
+
+@pytest.fixture
+def package_log() -> PackageLog:
+    """Records of the package's loggers, independent of what else configured logging."""
+    return PackageLog()
 
 
 @functools.lru_cache(maxsize=None)

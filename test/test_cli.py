@@ -100,7 +100,7 @@ def test_check_bare_urdf_without_base_exits_2_saying_to_give_one(capsys):
 
 def test_check_broken_urdf_exits_2_with_the_error_naming_the_link_on_stderr(capsys, tmp_path):
     text = PLANAR_URDF.read_text()
-    # link1's mass is the first <mass value="1"/> (base_link has 15 kg)
+    # link1's mass is the first <mass value="1"/> (base_inertia has 15 kg)
     broken = text.replace('<mass value="1"/>', '<mass value="-2"/>', 1)
     assert broken != text
     path = tmp_path / "broken.urdf"
@@ -110,6 +110,25 @@ def test_check_broken_urdf_exits_2_with_the_error_naming_the_link_on_stderr(caps
     assert out == ""
     assert "error" in err and "'link1'" in err and "mass" in err
     assert str(path) in err
+
+
+def test_check_warns_in_one_line_when_the_root_link_has_an_inertia(capsys, tmp_path):
+    # The former planar_4link: base_inertia's <inertial> back on the root base_link.
+    text = PLANAR_URDF.read_text()
+    inertia_link = re.search(r'<link name="base_inertia">\s*(<inertial>.*?</inertial>)\s*</link>',
+                             text, re.S)
+    old = text.replace(inertia_link.group(0), "").replace(
+        '<link name="base_link">', '<link name="base_link">' + inertia_link.group(1), 1)
+    old = re.sub(r'<joint name="base_inertia_joint".*?</joint>', "", old, flags=re.S)
+    path = tmp_path / "massive_root.urdf"
+    path.write_text(old)
+    rc, out, err = run(capsys, "check", str(path), "--base", "planar")
+    assert rc == 0, err
+    lines = [line for line in out.splitlines() if "robot_state_publisher (KDL)" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning")
+    assert "root link 'base_link' has an <inertial>" in lines[0] and "massless" in lines[0]
+    rc, clean, _ = run(capsys, "check", str(PLANAR_URDF), "--base", "planar")
+    assert rc == 0 and "robot_state_publisher" not in clean
 
 
 def test_check_unknown_robot_exits_2_listing_the_bundled_robots(capsys):

@@ -7,7 +7,9 @@ hints at the fix.
 
 from __future__ import annotations
 
+import logging
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -638,3 +640,27 @@ def test_every_bundled_ready_pose_is_inside_the_joint_limits():
     for name in robot_names():
         ff = load_robot(name)
         assert limit_violations(ff, ff.ready_pose) == [], name
+
+
+# ---------------------------------------------------------------------------------------------
+# The root link and ROS: KDL (robot_state_publisher) wants it massless
+
+
+def test_loader_warns_once_when_the_root_link_has_an_inertia(package_log):
+    with package_log.at_level(logging.WARNING):
+        ff = load_model(tiny_urdf(), base="spatial")  # root 'base' carries 2 kg
+    hits = [m for m in package_log.messages if "robot_state_publisher (KDL)" in m]
+    assert len(hits) == 1 and "root link 'base'" in hits[0] and "fixed joint" in hits[0]
+    assert len(ff.warnings) == 1
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof"])
+def test_bundled_robot_has_a_massless_root_and_loads_without_warnings(name, package_log):
+    with package_log.at_level(logging.WARNING):
+        ff = load_robot(name)
+    assert ff.warnings == () and package_log.messages == []
+    root = ET.fromstring(ff.urdf_xml).find(f"link[@name='{ff.base_link}']")
+    assert root is not None and root.find("inertial") is None
+    # The base's mass is on base_inertia, which Pinocchio lumps into the base joint's body.
+    assert ff.model.frames[ff.model.getFrameId("base_inertia")].parentJoint == 1
+    assert ff.model.inertias[1].mass > 0

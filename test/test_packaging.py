@@ -162,6 +162,46 @@ def test_manifest_exec_depends(manifest):
         assert needed in exec_depends, f'package.xml lacks <exec_depend>{needed}</exec_depend>'
 
 
+# Import name of each declared Python dependency (pip distribution or rosdep key).
+IMPORT_NAME = {
+    'numpy': 'numpy', 'scipy': 'scipy', 'pyyaml': 'yaml', 'pin': 'pinocchio',
+    'matplotlib': 'matplotlib', 'python3-numpy': 'numpy', 'python3-scipy': 'scipy',
+    'python3-yaml': 'yaml', 'python3-matplotlib': 'matplotlib', 'pinocchio': 'pinocchio',
+}
+# setuptools: the console-script wrappers of older setuptools need it at run time.
+NOT_IMPORTED_ON_PURPOSE = {'setuptools'}
+
+
+def _package_imports():
+    """Top-level module names imported anywhere in the package's Python files."""
+    names = set()
+    for path in (ROOT / PKG).rglob('*.py'):
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split('.')[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split('.')[0])
+    return names
+
+
+def _install_requires():
+    tree = ast.parse((ROOT / 'setup.py').read_text(encoding='utf-8'))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == 'install_requires':
+            return [re.split(r'[<>=!~ \[]', r)[0] for r in ast.literal_eval(node.value)]
+    return []
+
+
+def test_every_declared_python_dependency_is_imported_by_the_package(manifest):
+    """A dependency nothing imports is dead weight for every installer (transforms3d was)."""
+    declared = set(_install_requires()) | {
+        d.name for d in manifest.exec_depends if d.name.startswith('python3-')} | {'pinocchio'}
+    unused = sorted(d for d in declared - NOT_IMPORTED_ON_PURPOSE
+                    if IMPORT_NAME.get(d, d) not in _package_imports())
+    assert not unused, (
+        f'declared but imported nowhere in {PKG}/: {unused}; drop them from setup.py '
+        'install_requires and package.xml, or use them')
+
 # ---------------------------------------------------------------------------
 # A real colcon build of a copy of the package
 # ---------------------------------------------------------------------------

@@ -457,7 +457,7 @@ def test_a_control_law_that_returns_non_finite_commands_gives_a_zero_fault():
 # ControllerServer: modes and controllers
 
 
-def test_validate_and_request_mode(caplog):
+def test_validate_and_request_mode(package_log):
     ff = robot("planar_4link")
     ctl = ControllerServer(ff, rate=RATE)
     assert ctl.validate_mode("flying") is None
@@ -465,11 +465,11 @@ def test_validate_and_request_mode(caplog):
     reason = ctl.validate_mode("hovering")
     assert "hovering" in reason and all(m.value in reason for m in Mode)
     assert ctl.mode is Mode.FLOATING
-    with caplog.at_level(logging.INFO, logger="freeflyer_control.control.mode_switch"):
+    with package_log.at_level(logging.INFO):
         switch = ctl.request_mode("flying", 2.5, "operator")
     assert switch.accepted and switch.from_mode is Mode.FLOATING and switch.to_mode is Mode.FLYING
     assert ctl.mode is Mode.FLYING
-    assert any("floating -> flying" in r.getMessage() and "operator" in r.getMessage() for r in caplog.records)
+    assert any("floating -> flying" in m and "operator" in m for m in package_log.messages)
     assert ctl.loop.switcher.history[-1] == switch
 
 

@@ -189,15 +189,15 @@ def test_importing_the_modules_needs_neither_matplotlib_nor_mcap():
 # ------------------------------------------------------------------------------------ MCAP
 
 
-def test_mcap_skipped_when_mcap_ros2_is_missing(scheduled, tmp_path, monkeypatch, caplog):
+def test_mcap_skipped_when_mcap_ros2_is_missing(scheduled, tmp_path, monkeypatch, package_log):
     for name in ("mcap_ros2", "mcap_ros2.writer"):
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
-    with caplog.at_level(logging.INFO, logger="freeflyer_control.sim.output"):
+    with package_log.at_level(logging.INFO):
         paths = write_outputs(scheduled, tmp_path)
     assert set(paths) == {"timeseries", "summary"}
     assert not (tmp_path / "run.mcap").exists()
     assert not list(tmp_path.glob("*.part"))
-    assert any("run.mcap not written" in r.getMessage() for r in caplog.records)
+    assert any("run.mcap not written" in m for m in package_log.messages)
 
 
 def test_msgdefs_are_complete_ros2msg_texts():

@@ -82,6 +82,13 @@ attached by a fixed joint                                    frames); warning fo
 massless link attached by a fixed joint, with child links    warning
 massless root dummy of a floating / planar root joint        accepted silently (e.g. ``world``)
 massless base link (root without floating joint)             accepted if the base body has mass
+root link with ``<inertial>`` (no floating / planar root     warning: robot_state_publisher (KDL)
+joint)                                                       warns at every start that it does not
+                                                             support a root link with an inertia;
+                                                             the fix (ROS convention): a massless
+                                                             root link and the inertial on a child
+                                                             link fixed at the same origin, which
+                                                             Pinocchio merges back (same dynamics)
 the body moved by a revolute / continuous / prismatic        error "the body moved by joint X has no
 joint (its child link plus the links fixed to it) has no     mass; add <inertial> to link Y" (the mass
 mass                                                         matrix would be singular)
@@ -136,6 +143,12 @@ _AXIS_TYPES = MOVING_TYPES + ("planar",)
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 _TRIANGLE_RTOL = 1e-9
 _AXIS_NORM_TOL = 1e-6
+# One line, in report.warnings (so `freeflyer check` and the loader's log show it).
+ROOT_INERTIA_WARNING = (
+    "root link {root!r} has an <inertial>, so robot_state_publisher (KDL) warns at every start; "
+    "make it massless: move the <inertial> to a child link (e.g. '{root}_inertia') on a fixed "
+    "joint at its origin (Pinocchio merges it back: same dynamics)"
+)
 
 
 @dataclass(frozen=True)
@@ -723,6 +736,8 @@ def check_urdf(xml: str, *, source: str = "<string>") -> UrdfReport:
                 f"{info.child!r} (or to a link fixed to it): a massless moving body makes the "
                 "mass matrix singular"
             )
+    if root_joint is None and links[root_link].elem.find("inertial") is not None:
+        ctx.warn(ROOT_INERTIA_WARNING.format(root=root_link))
     for lname, link in links.items():
         if link.massive:
             continue

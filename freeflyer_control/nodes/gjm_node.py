@@ -158,11 +158,13 @@ class GjmNode(Node):
             mk.lifetime = Duration(sec=1)
             return mk
 
-        com_mk = marker(0, Marker.SPHERE, (1.0, 0.8, 0.0, 1.0), (0.05, 0.05, 0.05))
+        # Sized to show through the see-through base of rviz/freeflyer.rviz on every bundled
+        # robot (bases 0.35-0.8 m): an 8 cm CoM ball, arrows with a 2 cm shaft and 4 cm head.
+        com_mk = marker(0, Marker.SPHERE, (1.0, 0.8, 0.0, 1.0), (0.08, 0.08, 0.08))
         com_mk.pose.position = Point(x=float(com[0]), y=float(com[1]), z=float(com[2]))
         markers = [com_mk]
         for ident, vec, rgba in ((1, h[:3], (0.9, 0.2, 0.2, 1.0)), (2, h[3:], (0.2, 0.4, 0.9, 1.0))):
-            arrow = marker(ident, Marker.ARROW, rgba, (0.01, 0.02, 0.03))
+            arrow = marker(ident, Marker.ARROW, rgba, (0.02, 0.04, 0.06))
             tip = com + scale * vec
             arrow.points = [Point(x=float(com[0]), y=float(com[1]), z=float(com[2])),
                             Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
