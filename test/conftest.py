@@ -208,26 +208,6 @@ def two_link_dynamic_singularity(q1: float = 2.0) -> tuple[float, float]:
     return q1, brentq(det, 0.0, 1.0, xtol=1e-15)
 
 
-@contextlib.contextmanager
-def log_records(name: str):
-    """The records logged to logger ``name`` inside the block, whatever logging configuration
-    an earlier test left behind (a handler on the logger itself, the logger enabled meanwhile)."""
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler(logging.DEBUG)
-    handler.emit = records.append
-    logger = logging.getLogger(name)
-    disabled, level = logger.disabled, logger.level
-    logger.disabled = False
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(handler)
-        logger.disabled = disabled
-        logger.setLevel(level)
-
-
 # --- hardware in the loop ------------------------------------------------------------------------
 EXAMPLE_TESTBED = Path(__file__).parents[1] / "config" / "testbeds" / "planar_4link.yaml"
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import logging
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import TWO_LINK_PLANAR_URDF, bare_planar_robot, log_records, robot
+from conftest import TWO_LINK_PLANAR_URDF, bare_planar_robot, robot
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import WILDE_PERIOD, Maneuver, make_maneuver
@@ -182,16 +183,17 @@ _REFERENCE_PATH_M = {"ee-point": 0.2, "ee-circle": 2 * np.pi * 0.1}
 
 
 @pytest.mark.parametrize("maneuver", ["ee-point", "ee-circle"])
-def test_two_link_arm_tracks_a_pose_task_in_the_least_squares_sense_with_one_warning(tmp_path, maneuver):
+def test_two_link_arm_tracks_a_pose_task_in_the_least_squares_sense_with_one_warning(tmp_path, maneuver,
+                                                                                    package_log):
     """3 task rows (vx, vy, wz), 2 joints: every end-effector maneuver used to raise "Singular
     matrix". It now flies, starting stretched out (q = 0, the translational block singular)."""
     urdf = tmp_path / "two_link.urdf"
     urdf.write_text(TWO_LINK_PLANAR_URDF)
-    with log_records("freeflyer_control.control.resolved_rate") as records:
+    with package_log.at_level(logging.WARNING, "freeflyer_control.control.resolved_rate"):
         result = run_simulation(SimConfig(robot=str(urdf), base="planar", ee=["ee_link"], mode="floating",
                                           maneuver=maneuver, controller="resolved_rate", rate=100.0,
                                           log_rate=10.0))
-    assert [r.getMessage() for r in records] == [
+    assert package_log.messages == [
         "ee_link: 3 task rows (vx, vy, wz), 2 joints (joint1, joint2): wz cannot be controlled independently; "
         "tracked in the least-squares sense (a position-only target is tracked without this compromise)"]
     s, series, ff = result.summary, result.series, result.robot

@@ -184,7 +184,7 @@ def test_unknown_root_link_names_the_links():
     with pytest.raises(ModelError) as err:
         load_robot("planar_4link", root="gripper")
     assert str(err.value) == (
-        "unknown root link 'gripper' in robot 'planar_4link'; links: ['base_link', 'link1', "
+        "unknown root link 'gripper' in robot 'planar_4link'; links: ['base_link', 'base_inertia', 'link1', "
         "'link2', 'link3', 'link4', 'ee_link', 'wheel_z']")
 
 

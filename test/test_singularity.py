@@ -7,11 +7,12 @@ healthy singular values through the wz row.
 
 from __future__ import annotations
 
+import logging
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import log_records, random_state, robot, two_link_dynamic_singularity, two_link_planar_robot
+from conftest import random_state, robot, two_link_dynamic_singularity, two_link_planar_robot
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.control.resolved_rate import (
     ResolvedRate,
@@ -213,15 +214,15 @@ def test_resolved_rate_damping_follows_the_block_of_the_commanded_rows():
     assert np.all(np.isfinite(full_pose.joint_rates))
 
 
-def test_a_tall_task_warns_once_per_controller_naming_the_lost_direction():
+def test_a_tall_task_warns_once_per_controller_naming_the_lost_direction(package_log):
     ff = two_link_planar_robot()
     state = make_state(ff, joint_positions={"joint1": 0.3, "joint2": 1.0})
     rr = ResolvedRate(ff)
-    with log_records("freeflyer_control.control.resolved_rate") as records:
+    with package_log.at_level(logging.DEBUG, "freeflyer_control.control.resolved_rate"):
         for _ in range(5):
             rr.joint_rates(state, Mode.FLOATING, [_target(ff, state, orientation=True)])
-    assert [r.getMessage() for r in records] == rr.warnings
-    assert records[0].levelname == "WARNING"
+    assert package_log.messages == rr.warnings
+    assert package_log.records[0].levelname == "WARNING"
     assert rr.warnings == ["ee_link: 3 task rows (vx, vy, wz), 2 joints (joint1, joint2): wz cannot be controlled "
                            "independently; tracked in the least-squares sense (a position-only target "
                            "is tracked without this compromise)"]

@@ -542,30 +542,14 @@ def test_read_urdf_tells_xml_text_from_a_path(tmp_path):
     assert read_urdf(path) == (text, str(path))
 
 
-class _Records(logging.Handler):
-    """The loader's log records, read without caplog (whose handler other tests reconfigure)."""
-
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-def test_a_urdf_warning_logged_at_load_names_its_file_once(tmp_path):
+def test_a_urdf_warning_logged_at_load_names_its_file_once(tmp_path, package_log):
     from freeflyer_control.model import load_model
 
     path = tmp_path / "no_limit.urdf"
     path.write_text(robot(*chain(1, jtype="revolute", limit=None)))
-    records = _Records()
-    logger = logging.getLogger("freeflyer_control.model.loader")
-    logger.addHandler(records)
-    try:
+    with package_log.at_level(logging.WARNING, "freeflyer_control.model.loader"):
         load_model(path, base="planar")
-    finally:
-        logger.removeHandler(records)
-    assert records.messages, "a revolute joint without <limit> is warned about"
-    for message in records.messages:
+    assert package_log.messages, "a revolute joint without <limit> is warned about"
+    for message in package_log.messages:
         assert message.count(str(path)) == 1, message
         assert message.startswith(f"{path}: ")
