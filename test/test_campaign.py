@@ -325,3 +325,14 @@ def test_latency_shows_the_newest_state_at_least_that_old():
         seen.append(sensor(k * 0.004, state).v[0])
     # at 0 and 4 ms nothing is 6 ms old yet: the first state; then the newest at least 6 ms old.
     assert seen == pytest.approx([0.0, 0.0, 0.0, 0.004, 0.008], abs=1e-15)
+
+
+def test_a_dispersed_start_outside_the_joint_limits_is_a_failed_run_naming_the_joint():
+    # planar_4link's arm joints are limited to +-2.5 rad: a 10 rad offset cannot be flown, and
+    # must not pass as a run with a perfect score.
+    spec = spec_of(dispersions={"initial_joint": {"choice": [0.0, 10.0], "p": [0.9, 0.1]}})
+    rows = {i: fly(spec, i) for i in range(spec.runs)}
+    failed = [r for r in rows.values() if r["status"] == "failed"]
+    assert failed and len(failed) < spec.runs
+    assert all("is outside its URDF limits [-2.5, 2.5] rad; narrow the initial-state dispersion" in r["error"]
+               for r in failed)

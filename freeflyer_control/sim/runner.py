@@ -20,6 +20,7 @@ from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode, parse_schedule, schedule_problem
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
+from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.actuators import generalized_forces
 from freeflyer_control.physics.contact import ContactSample, WallContact, base_reaction
@@ -254,7 +255,17 @@ def initial_state(ff: FreeFlyerModel, config: SimConfig, maneuver) -> State:
         lin[2] = 0.0
         ang[:2] = 0.0
     state = make_state(ff, joint_positions=q_init, base_linear_velocity=lin, base_angular_velocity=ang)
-    return config.perturbation.initial_state(ff, state) if config.perturbation else state
+    if config.perturbation is None:
+        return state
+    state = config.perturbation.initial_state(ff, state)
+    # A dispersed start is checked like --q0: the robot cannot start outside its joint range.
+    angles = joint_positions(ff, state.q)
+    outside = limit_violations(ff, dict(zip(ff.joint_names, angles)))
+    if outside:
+        more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+        raise ValueError(f"the dispersed initial state cannot be flown: {outside[0]}{more}; "
+                         "narrow the initial-state dispersion")
+    return state
 
 
 def run_simulation(config: SimConfig, progress: Callable[[float, float], None] | None = None,
