@@ -148,7 +148,9 @@ def bare_planar_robot() -> FreeFlyerModel:
 def urdf_2link() -> str:
     """Planar base + 2-link arm.
 
-    base_link: 4 kg, 0.4 m square, CoM at its origin, I_zz = 4 (0.4^2 + 0.4^2) / 12 kg m^2.
+    base_link: massless root (the ROS convention) with the base's 4 kg on base_inertia, fixed at
+    its origin (Pinocchio merges it back): 0.4 m square, CoM at the origin,
+    I_zz = 4 (0.4^2 + 0.4^2) / 12 kg m^2.
     joint1 at (0.2, 0, 0) in base_link; link1, link2: 0.5 m, 2 kg, CoM at mid-length on the
     link axis, I_zz = 2 0.5^2 / 12 kg m^2; ee_link: a 10 g point at the tip of link2.
     All joints revolute about z, limits +-3.14 rad.
@@ -165,8 +167,10 @@ def urdf_2link() -> str:
 
     izz_b = 4.0 * 2 * 0.4**2 / 12
     return f"""<?xml version="1.0"?><robot name="planar_2link">
-<link name="base_link"><inertial><origin xyz="0 0 0"/><mass value="4"/>
+<link name="base_link"/>
+<link name="base_inertia"><inertial><origin xyz="0 0 0"/><mass value="4"/>
 <inertia ixx="{izz_b / 2}" ixy="0" ixz="0" iyy="{izz_b / 2}" iyz="0" izz="{izz_b}"/></inertial></link>
+<joint name="base_inertia_joint" type="fixed"><parent link="base_link"/><child link="base_inertia"/></joint>
 {link("link1", 0.5, 2.0)}{link("link2", 0.5, 2.0)}
 <link name="ee_link"><inertial><origin xyz="0 0 0"/><mass value="0.01"/>
 <inertia ixx="1e-7" ixy="0" ixz="0" iyy="1e-7" iyz="0" izz="1e-7"/></inertial></link>
