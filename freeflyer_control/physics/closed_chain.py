@@ -142,13 +142,12 @@ def loop_terms(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndar
     """Relative Jacobian, drift, velocity and pose error of every loop closure (grasps 2..m) at
     (q (nq,), v (nv,), Pinocchio's coordinates)."""
     pin.computeJointJacobiansTimeVariation(ff.model, data, q, v)
-    pin.updateFramePlacements(ff.model, data)
     return LoopTerms(*_loop_rows(ff, data, obj, v))
 
 
 def _loop_rows(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, v: np.ndarray):
     """(J, drift, velocity, error) of :class:`LoopTerms` from ``data`` holding the world-frame
-    joint Jacobians and their time variation (data.J, data.dJ) and the frame placements at
+    joint Jacobians and their time variation (data.J, data.dJ) and the joint placements at
     (q, v).
 
     Each RK stage runs this, so it works on whole matrices (a NumPy or Pinocchio call costs
@@ -160,10 +159,11 @@ def _loop_rows(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, v: np.ndar
     (the formulation this replaced) agree to round-off: test_closed_chain checks it.
     """
     loops, rows = _loops(ff, obj)
-    J_world, dJ_world, oMf = data.J, data.dJ, data.oMf
+    model, J_world, dJ_world = ff.model, data.J, data.dJ
     out = []
     for loop in loops:
-        He, Hg = oMf[loop.ee_frame].homogeneous, oMf[loop.grasp_frame].homogeneous
+        He = pin.updateFramePlacement(model, data, loop.ee_frame).homogeneous
+        Hg = pin.updateFramePlacement(model, data, loop.grasp_frame).homogeneous
         p = He[:3, 3]
         S = pin.skew(p)
         J = J_world * loop.sign
@@ -236,10 +236,10 @@ def _held_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q:
     """nu' (nv,) of constrained_acceleration, for the plant's RK stages; leaves the loop wrenches
     about the world origin in data.lambda_c.
 
-    Three C++ calls and a few lines of float arithmetic, so that the closed-chain plant step
-    stays within 2x the open-chain one (bench/bench_closed_chain.py): computeAllTerms fills M,
-    the nonlinear effects b, the world-frame joint Jacobians J and their time variation dJ in
-    one pass, and forwardDynamics solves M nu' + b = tau + J_W^T lambda_W, J_W nu' = -gamma_W
+    A few C++ calls and a few lines of float arithmetic, so that the closed-chain plant step
+    stays within 2x the open-chain one (bench/bench_closed_chain.py): Pinocchio fills the
+    world-frame joint Jacobians J and their time variation dJ, M (CRBA) and the nonlinear
+    effects b, and its forwardDynamics solves M nu' + b = tau + J_W^T lambda_W, J_W nu' = -gamma_W
     (Cholesky of M and of the Schur complement J_W M^-1 J_W^T). The loops are written about the
     world origin: J_W = X^-1 J with X the shift of a twist from the world origin to the
     end-effector origin p_e, which leaves nu' unchanged (same rows, an invertible map), and for
@@ -251,44 +251,64 @@ def _held_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q:
     with dV = J_W nu, dA = dJ_W nu the relative twist and its rate at nu' = 0 about the world
     origin, dw its angular part and p_e' the end-effector point's velocity.
     """
-    model = ff.model
-    pin.computeAllTerms(model, data, q, v)
-    pin.updateFramePlacements(model, data)
     loops, rows = _loops(ff, obj)
-    J_world, dJ_world, oMf = data.J, data.dJ, data.oMf
-    c1, c2 = 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA, BAUMGARTE_OMEGA ** 2
+    return _stage_acceleration(ff.model, data, loops, rows, q, v, tau)
+
+
+def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], rows: np.ndarray | None,
+                        q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """:func:`_held_acceleration` with the loops looked up (the plant caches them)."""
+    computeJointJacobiansTimeVariation(model, data, q, v)  # placements, J, dJ, velocities
+    crba(model, data, q)
+    nonLinearEffects(model, data, q, v)
+    J_world, dJ_world = data.J, data.dJ
+    c1, c2 = _C1, _C2
     Js, gammas = [], []
-    lwa = pin.LOCAL_WORLD_ALIGNED
     for loop in loops:
         sv = loop.sign * v
-        J = J_world * loop.sign
         a0, a1, a2, a3, a4, a5 = (dJ_world @ sv).tolist()
-        v0, v1, v2, w0, w1, w2 = (J @ v).tolist()
-        dx, dy, dz = pin.getFrameVelocity(model, data, loop.ee_frame, lwa).linear.tolist()  # p_e'
-        He, Hg = oMf[loop.ee_frame].homogeneous, oMf[loop.grasp_frame].homogeneous
+        v0, v1, v2, w0, w1, w2 = (J_world @ sv).tolist()
+        dx, dy, dz = getFrameVelocity(model, data, loop.ee_frame, _LWA).linear.tolist()  # p_e'
+        He = updateFramePlacement(model, data, loop.ee_frame).homogeneous
+        Hg = updateFramePlacement(model, data, loop.grasp_frame).homogeneous
         if rows is None:
             px, py, pz = He[:3, 3].tolist()
             gx, gy, gz = Hg[:3, 3].tolist()
             rx, ry, rz = pin.log3(He[:3, :3] @ Hg[:3, :3].T).tolist()
-        else:  # in-plane rotations: log(R_e R_g^T) = (0, 0, atan2(R[1,0], R[0,0])), in floats
-            (e00, e01, e02, px), (e10, e11, e12, py), (_, _, _, pz), _ = He.tolist()
-            (g00, g01, g02, gx), (_, _, _, gy), (_, _, _, gz), _ = Hg.tolist()
-            rx = ry = 0.0
+            Js.append(J_world * loop.sign)
+            gammas += [
+                a0 + (w1 * dz - w2 * dy) + c1 * v0 + c2 * ((px - gx) + (py * rz - pz * ry)),
+                a1 + (w2 * dx - w0 * dz) + c1 * v1 + c2 * ((py - gy) + (pz * rx - px * rz)),
+                a2 + (w0 * dy - w1 * dx) + c1 * v2 + c2 * ((pz - gz) + (px * ry - py * rx)),
+                a3 + c1 * w0 + c2 * rx,
+                a4 + c1 * w1 + c2 * ry,
+                a5 + c1 * w2 + c2 * rz,
+            ]
+        else:
+            # Rows vx, vy, wz of the above; in-plane rotations, so log(R_e R_g^T) is
+            # (0, 0, atan2(R[1,0], R[0,0])), here in floats.
+            (e00, e01, e02, px), (e10, e11, e12, py), _, _ = He.tolist()
+            (g00, g01, g02, gx), (_, _, _, gy), _, _ = Hg.tolist()
             rz = math.atan2(e10 * g00 + e11 * g01 + e12 * g02, e00 * g00 + e01 * g01 + e02 * g02)
-        gamma = [
-            a0 + (w1 * dz - w2 * dy) + c1 * v0 + c2 * ((px - gx) + (py * rz - pz * ry)),
-            a1 + (w2 * dx - w0 * dz) + c1 * v1 + c2 * ((py - gy) + (pz * rx - px * rz)),
-            a2 + (w0 * dy - w1 * dx) + c1 * v2 + c2 * ((pz - gz) + (px * ry - py * rx)),
-            a3 + c1 * w0 + c2 * rx,
-            a4 + c1 * w1 + c2 * ry,
-            a5 + c1 * w2 + c2 * rz,
-        ]
-        Js.append(J if rows is None else J[rows])
-        gammas.extend(gamma if rows is None else [gamma[r] for r in rows])
+            Js.append(J_world.take(rows, 0) * loop.sign)
+            gammas += [
+                a0 + (w1 * dz - w2 * dy) + c1 * v0 + c2 * ((px - gx) + py * rz),
+                a1 + (w2 * dx - w0 * dz) + c1 * v1 + c2 * ((py - gy) - px * rz),
+                a5 + c1 * w2 + c2 * rz,
+            ]
     J = Js[0] if len(Js) == 1 else np.vstack(Js)
-    return pin.forwardDynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
+    return forwardDynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
 
 
+# Module-level names for the calls of every RK stage (an attribute lookup on pin is ~40 ns each).
+computeJointJacobiansTimeVariation, crba, nonLinearEffects = (
+    pin.computeJointJacobiansTimeVariation, pin.crba, pin.nonLinearEffects)
+getFrameVelocity, updateFramePlacement, forwardDynamics = (
+    pin.getFrameVelocity, pin.updateFramePlacement, pin.forwardDynamics)
+
+
+_LWA = pin.LOCAL_WORLD_ALIGNED
+_C1, _C2 = 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA, BAUMGARTE_OMEGA ** 2
 _ALL_ROWS = np.arange(6)
 
 
@@ -327,13 +347,14 @@ class ClosedChainPlant(Plant):
     def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, state: State, dt: float, t0: float = 0.0):
         self.obj = obj
         self.max_constraint_error = 0.0
+        self._loops, self._rows = _loops(ff, obj)
         super().__init__(ff, state, dt, t0)
         self.max_constraint_error = self.constraint_error()
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        if len(self.obj.grasps) < 2:
+        if not self._loops:
             return pin.aba(self.ff.model, self.data, q, v, tau).copy()
-        return _held_acceleration(self.ff, self.data, self.obj, q, v, tau)
+        return _stage_acceleration(self.ff.model, self.data, self._loops, self._rows, q, v, tau)
 
     def step(self, actuation=None, *, tau=None) -> State:
         state = super().step(actuation, tau=tau)
@@ -342,12 +363,13 @@ class ClosedChainPlant(Plant):
 
     def constraint_error(self) -> float:
         """Largest loop-closure position error at the current state, m."""
-        loops = _loops(self.ff, self.obj)[0]
-        if not loops:
+        if not self._loops:
             return 0.0
-        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
-        oMf = self.data.oMf
-        return max(math.dist(oMf[c.ee_frame].translation, oMf[c.grasp_frame].translation) for c in loops)
+        model, data = self.ff.model, self.data
+        pin.forwardKinematics(model, data, self.state.q)
+        return max(math.dist(updateFramePlacement(model, data, c.ee_frame).translation.tolist(),
+                             updateFramePlacement(model, data, c.grasp_frame).translation.tolist())
+                   for c in self._loops)
 
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""
