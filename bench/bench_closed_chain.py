@@ -10,12 +10,14 @@ Both plants integrate the robot in its held pose (the object attached: the open-
 the same model, loops left open, is the reference) under the same arm torques (2 % of their
 limits), in interleaved batches of ``--steps`` steps timed by ``timeit`` with the process CPU
 clock (time spent waiting for a core on a loaded machine does not count). Prints the median and
-the minimum microseconds per step, their ratio (target: at most 2), and the cooperative tick.
+the minimum microseconds per step, their ratio (target: at most 2), the cooperative tick, and the
+machine's load average before and after (the figures move with it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import timeit
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=51, help="timed batches per plant")
     parser.add_argument("--steps", type=int, default=50, help="steps per batch")
     args = parser.parse_args()
+    print("load average (1, 5, 15 min) before: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"{'robot':<18} {'open µs':>8} {'closed µs':>10} {'ratio':>6}   {'tick µs':>8}   (medians; min open/closed)")
     for robot, obj in PAIRS:
         ff, o, held, state, maneuver = prepare(ObjectSimConfig(robot=robot, obj=obj))
@@ -63,6 +66,7 @@ def main() -> None:
         print(f"{robot:<18} {np.median(opened):8.0f} {np.median(closed):10.0f} "
               f"{np.median(closed) / np.median(opened):6.2f}   {np.median(ticks):8.0f}   "
               f"({opened.min():.0f} / {closed.min():.0f})")
+    print("load average (1, 5, 15 min) after: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":
