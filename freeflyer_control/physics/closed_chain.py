@@ -258,9 +258,9 @@ def _held_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q:
 def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], rows: np.ndarray | None,
                         q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """:func:`_held_acceleration` with the loops looked up (the plant caches them)."""
-    computeJointJacobiansTimeVariation(model, data, q, v)  # placements, J, dJ, velocities
-    crba(model, data, q)
-    nonLinearEffects(model, data, q, v)
+    _joint_jacobians_and_rates(model, data, q, v)  # placements, J, dJ, velocities
+    _crba(model, data, q)
+    _nonlinear_effects(model, data, q, v)
     J_world, dJ_world = data.J, data.dJ
     c1, c2 = _C1, _C2
     Js, gammas = [], []
@@ -268,9 +268,9 @@ def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], ro
         sv = loop.sign * v
         a0, a1, a2, a3, a4, a5 = (dJ_world @ sv).tolist()
         v0, v1, v2, w0, w1, w2 = (J_world @ sv).tolist()
-        dx, dy, dz = getFrameVelocity(model, data, loop.ee_frame, _LWA).linear.tolist()  # p_e'
-        He = updateFramePlacement(model, data, loop.ee_frame).homogeneous
-        Hg = updateFramePlacement(model, data, loop.grasp_frame).homogeneous
+        dx, dy, dz = _frame_velocity(model, data, loop.ee_frame, _LWA).linear.tolist()  # p_e'
+        He = _frame_placement(model, data, loop.ee_frame).homogeneous
+        Hg = _frame_placement(model, data, loop.grasp_frame).homogeneous
         if rows is None:
             px, py, pz = He[:3, 3].tolist()
             gx, gy, gz = Hg[:3, 3].tolist()
@@ -297,13 +297,13 @@ def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], ro
                 a5 + c1 * w2 + c2 * rz,
             ]
     J = Js[0] if len(Js) == 1 else np.vstack(Js)
-    return forwardDynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
+    return _kkt_forward_dynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
 
 
 # Module-level names for the calls of every RK stage (an attribute lookup on pin is ~40 ns each).
-computeJointJacobiansTimeVariation, crba, nonLinearEffects = (
+_joint_jacobians_and_rates, _crba, _nonlinear_effects = (
     pin.computeJointJacobiansTimeVariation, pin.crba, pin.nonLinearEffects)
-getFrameVelocity, updateFramePlacement, forwardDynamics = (
+_frame_velocity, _frame_placement, _kkt_forward_dynamics = (
     pin.getFrameVelocity, pin.updateFramePlacement, pin.forwardDynamics)
 
 
@@ -367,8 +367,8 @@ class ClosedChainPlant(Plant):
             return 0.0
         model, data = self.ff.model, self.data
         pin.forwardKinematics(model, data, self.state.q)
-        return max(math.dist(updateFramePlacement(model, data, c.ee_frame).translation.tolist(),
-                             updateFramePlacement(model, data, c.grasp_frame).translation.tolist())
+        return max(math.dist(_frame_placement(model, data, c.ee_frame).translation.tolist(),
+                             _frame_placement(model, data, c.grasp_frame).translation.tolist())
                    for c in self._loops)
 
     def object_pose(self) -> pin.SE3:
