@@ -9,7 +9,7 @@ import pinocchio as pin
 import pytest
 from conftest import robot
 
-from freeflyer_control.model.objects import attach_object, check_object, load_object
+from freeflyer_control.model.objects import attach_object, check_object, grasp_frame_name, load_object
 from freeflyer_control.physics.closed_chain import (
     ClosedChainPlant,
     constrained_acceleration,
@@ -273,3 +273,104 @@ def test_make_plant_gives_the_closed_chain_plant_only_for_a_held_object():
     opened = make_plant(ff, make_state(ff), 0.002)
     assert isinstance(closed, ClosedChainPlant) and isinstance(closed, Plant)
     assert type(opened) is Plant
+
+
+# The closed-chain dynamics before they were rewritten for speed (bench/bench_closed_chain.py):
+# each loop's relative Jacobian, drift, velocity and error from differences of Pinocchio's frame
+# Jacobians, velocities and classical accelerations of the end-effector and the grasp frame,
+# shifted to the end-effector origin, and the stacked system solved by ABA, CRBA and the Schur
+# complement. The fast path must give the same numbers.
+def frame_difference_loop_terms(fa, obj, q, v):
+    """(J, drift, velocity, error) of every loop, rows of physics.closed_chain.LoopTerms."""
+    model, data = fa.model, fa.create_data()
+    pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
+    pin.computeJointJacobians(model, data)
+    pin.updateFramePlacements(model, data)
+    lwa = pin.LOCAL_WORLD_ALIGNED
+    rows = ROWS[fa.base]
+    blocks = []
+    for g in obj.grasps[1:]:
+        fe, fg = fa.frame_id(g.end_effector), fa.frame_id(grasp_frame_name(obj, g.end_effector))
+        oe, og = data.oMf[fe], data.oMf[fg]
+        r = oe.translation - og.translation
+        Jg = pin.getFrameJacobian(model, data, fg, lwa)
+        Jg[:3] -= pin.skew(r) @ Jg[3:]  # the object point at the end-effector origin
+        ve, vg = (pin.getFrameVelocity(model, data, f, lwa) for f in (fe, fg))
+        ae, ag = (pin.getFrameClassicalAcceleration(model, data, f, lwa) for f in (fe, fg))
+        w, dv = vg.angular, ve.linear - vg.linear
+        drift = np.concatenate([ae.linear - ag.linear - np.cross(ag.angular, r) - np.cross(w, dv),
+                                ae.angular - ag.angular])
+        vel = np.concatenate([dv - np.cross(w, r), ve.angular - w])
+        err = np.concatenate([r, pin.log3(oe.rotation @ og.rotation.T)])
+        J = pin.getFrameJacobian(model, data, fe, lwa) - Jg
+        blocks.append((J[rows], drift[rows], vel[rows], err[rows]))
+    return tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
+
+
+def frame_difference_acceleration(fa, obj, q, v, tau):
+    """(nu', lambda) by ABA for the free motion and the Schur complement J M^-1 J^T."""
+    from freeflyer_control.physics.closed_chain import BAUMGARTE_OMEGA, BAUMGARTE_ZETA
+
+    J, drift, vel, err = frame_difference_loop_terms(fa, obj, q, v)
+    wanted = -drift - 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA * vel - BAUMGARTE_OMEGA ** 2 * err
+    data = fa.create_data()
+    free = pin.aba(fa.model, data, q, v, tau).copy()
+    MinvJt = np.linalg.solve(mass_matrix(fa, data, q), J.T)
+    lam = np.linalg.solve(J @ MinvJt, wanted - J @ free)
+    return free + MinvJt @ lam, lam
+
+
+def random_held_states(fa, state, count, rng):
+    """States around the held pose: joints within 0.3 rad of it (loops open by up to a few cm),
+    any base pose, velocities ~1 (m/s, rad/s), torques ~5 (N, N m)."""
+    for _ in range(count):
+        dq = np.concatenate([rng.uniform(-1, 1, fa.nb), rng.uniform(-0.3, 0.3, fa.model.nv - fa.nb)])
+        yield (pin.integrate(fa.model, state.q, dq), rng.normal(size=fa.model.nv), 5 * rng.normal(size=fa.model.nv))
+
+
+@pytest.mark.parametrize("robot_name,obj_name", PAIRS)
+def test_fast_loop_terms_and_constrained_dynamics_equal_the_frame_difference_formulation(robot_name, obj_name):
+    from freeflyer_control.physics.closed_chain import loop_terms
+
+    _, obj, fa, state = held(robot_name, obj_name)
+    data = fa.create_data()
+    plant = ClosedChainPlant(fa, obj, state, 0.002)
+    eps = np.finfo(float).eps
+    for q, v, tau in random_held_states(fa, state, 50, np.random.default_rng(12)):
+        expected = frame_difference_loop_terms(fa, obj, q, v)
+        got = loop_terms(fa, data, obj, q, v)
+        for e, g in zip(expected, (got.J, got.drift, got.velocity, got.error)):
+            # Sums of a few products of O(1) terms: round-off, 1e-12 of the largest entry.
+            np.testing.assert_allclose(g, e, rtol=0, atol=1e-12 * np.abs(e).max())
+        a0, lam0 = frame_difference_acceleration(fa, obj, q, v, tau)
+        a, lam = constrained_acceleration(fa, data, obj, q, v, tau)
+        # Two backward-stable solves of M (and of J M^-1 J^T) differ by up to cond(M) eps
+        # relative: cond(M) ~2e4 (dual_arm_planar) to ~2e5 (spatial_dual_arm, a 200 kg base
+        # with light links), measured differences 1e-13 and 3e-12 of the largest entry.
+        Mfull = mass_matrix(fa, data, q)
+        tol = np.linalg.cond(Mfull) * eps
+        np.testing.assert_allclose(a, a0, rtol=0, atol=tol * np.abs(a0).max())
+        np.testing.assert_allclose(lam, lam0, rtol=0, atol=tol * np.abs(lam0).max())
+        # The plant's stages use the same path without the wrenches.
+        np.testing.assert_array_equal(plant.acceleration(q, v, tau), a)
+
+
+@pytest.mark.parametrize("robot_name,obj_name", PAIRS)
+def test_fast_closed_chain_plant_steps_like_the_frame_difference_formulation(robot_name, obj_name):
+    class FrameDifferencePlant(ClosedChainPlant):
+        def acceleration(self, q, v, tau):
+            return frame_difference_acceleration(self.ff, self.obj, q, v, tau)[0]
+
+    fa = attach_object(robot(robot_name), load_object(obj_name))
+    torques = arm_torques(fa, 0.5)
+    _, _, fast, _ = run_held(robot_name, obj_name, 0.2, torques)
+    _, obj, _, state = held(robot_name, obj_name)
+    slow = FrameDifferencePlant(fa, obj, state, 0.002)
+    for k in range(100):
+        slow.step(tau=torques(slow, k * 0.002))
+    # 100 steps carry the per-stage round-off of the test above, cond(M) eps ~4e-11 at worst,
+    # without amplifying it (the motion is smooth over 0.2 s): 1e-10 of the state's size.
+    for x, y in ((fast.state.q, slow.state.q), (fast.state.v, slow.state.v)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max()))
+    assert fast.max_constraint_error == pytest.approx(slow.max_constraint_error, rel=1e-6, abs=1e-15)
+    assert np.abs(fast.state.v).max() > 1e-2  # it moved

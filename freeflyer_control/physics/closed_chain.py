@@ -21,6 +21,7 @@ per mode), and the reduced inertia of Swain's Eq. 38 with the corrected Woodbury
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,7 @@ from freeflyer_control.model.objects import ObjectConfig, grasp_frame_name
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.grasp import grasp_matrix
-from freeflyer_control.physics.linalg import cross3, solve, solve_spd_upper
+from freeflyer_control.physics.linalg import cross3, solve
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State
@@ -113,59 +114,93 @@ class LoopTerms:
     error: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Loop:
+    """One loop closure's indices: the end-effector and grasp frames, and the columns of the
+    world-frame joint Jacobians (data.J) that move each: ``sign`` is +1 on the columns that move
+    the end-effector only, -1 on those that move the object only and 0 on the shared ones (the
+    base), so ``data.J * sign`` is the relative twist's Jacobian about the world origin;
+    ``ee`` is 1 on every column that moves the end-effector."""
+
+    ee_frame: int
+    grasp_frame: int
+    sign: np.ndarray
+    ee: np.ndarray
+
+
+def _support(model: pin.Model, joint: int) -> np.ndarray:
+    """1.0 on the velocity columns of ``joint`` and its ancestors (nv,)."""
+    out = np.zeros(model.nv)
+    while joint > 0:
+        j = model.joints[joint]
+        out[j.idx_v:j.idx_v + j.nv] = 1.0
+        joint = model.parents[joint]
+    return out
+
+
 def loop_terms(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray, v: np.ndarray) -> LoopTerms:
-    """Relative Jacobian, drift, velocity and pose error of every loop closure (grasps 2..m)."""
-    # Runs at every plant stage: frame ids cached, one output array per quantity, rows picked
-    # once per loop (bench/bench_closed_chain.py times it).
-    model = ff.model
-    pin.forwardKinematics(model, data, q, v, np.zeros(model.nv))
-    pin.computeJointJacobians(model, data)  # from the placements just computed
-    pin.updateFramePlacements(model, data)
-    rows = _PLANAR_ROWS if ff.base == "planar" else _SPATIAL_ROWS
-    n = rows.size
-    pairs = _loop_frames(ff, obj)
-    J = np.empty((n * len(pairs), model.nv))
-    drift, vel, err = np.empty(J.shape[0]), np.empty(J.shape[0]), np.empty(J.shape[0])
-    lwa = pin.LOCAL_WORLD_ALIGNED
-    for i, (fe, fg) in enumerate(pairs):
-        oe, og = data.oMf[fe], data.oMf[fg]
-        r = oe.translation - og.translation
-        Jg = pin.getFrameJacobian(model, data, fg, lwa)
-        Jg[:3] -= pin.skew(r) @ Jg[3:]  # the object point at the end-effector origin
-        ve = pin.getFrameVelocity(model, data, fe, lwa)
-        vg = pin.getFrameVelocity(model, data, fg, lwa)
-        ae = pin.getFrameClassicalAcceleration(model, data, fe, lwa)
-        ag = pin.getFrameClassicalAcceleration(model, data, fg, lwa)
-        w = vg.angular
-        dv = ve.linear - vg.linear
-        # d/dt (v_e - v_g - w x r) with nu' = 0; r moves with the end-effector, not the object.
-        full = np.empty((3, 6))
-        full[0, :3] = ae.linear - ag.linear - cross3(ag.angular, r) - cross3(w, dv)
-        full[0, 3:] = ae.angular - ag.angular
-        full[1, :3] = dv - cross3(w, r)
-        full[1, 3:] = ve.angular - w
-        full[2, :3] = r
-        full[2, 3:] = pin.log3(oe.rotation @ og.rotation.T)
-        block = slice(n * i, n * i + n)
-        J[block] = (pin.getFrameJacobian(model, data, fe, lwa) - Jg)[rows]
-        picked = full[:, rows]
-        drift[block], vel[block], err[block] = picked
-    return LoopTerms(J, drift, vel, err)
+    """Relative Jacobian, drift, velocity and pose error of every loop closure (grasps 2..m) at
+    (q (nq,), v (nv,), Pinocchio's coordinates)."""
+    pin.computeJointJacobiansTimeVariation(ff.model, data, q, v)
+    return LoopTerms(*_loop_rows(ff, data, obj, v))
 
 
-_SPATIAL_ROWS = np.arange(6)
-_LOOP_FRAMES: dict[tuple[int, int], tuple] = {}
+def _loop_rows(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, v: np.ndarray):
+    """(J, drift, velocity, error) of :class:`LoopTerms` from ``data`` holding the world-frame
+    joint Jacobians and their time variation (data.J, data.dJ) and the joint placements at
+    (q, v).
+
+    Each RK stage runs this, so it works on whole matrices (a NumPy or Pinocchio call costs
+    ~0.5 us here, more than its flops): the relative twist about the world origin is
+    dV = (data.J * sign) nu and its rate at nu' = 0 is dA = (data.dJ * sign) nu; shifted to the
+    end-effector origin p_e (world axes), the twist is [dv + dw x p_e; dw] and its rate
+    [da + dw' x p_e + dw x p_e'; dw'], p_e' being the end-effector point's velocity. The same
+    quantities as differences of Pinocchio's frame velocities and classical accelerations
+    (the formulation this replaced) agree to round-off: test_closed_chain checks it.
+    """
+    loops, rows = _loops(ff, obj)
+    model, J_world, dJ_world = ff.model, data.J, data.dJ
+    out = []
+    for loop in loops:
+        He = pin.updateFramePlacement(model, data, loop.ee_frame).homogeneous
+        Hg = pin.updateFramePlacement(model, data, loop.grasp_frame).homogeneous
+        p = He[:3, 3]
+        S = pin.skew(p)
+        J = J_world * loop.sign
+        J[:3] -= S @ J[3:]
+        vel = J @ v
+        drift = dJ_world @ (loop.sign * v)
+        drift[:3] -= S @ drift[3:]
+        ve = J_world @ (loop.ee * v)
+        drift[:3] += cross3(vel[3:], ve[:3] - S @ ve[3:])  # dw x p_e'
+        err = np.concatenate((p - Hg[:3, 3], pin.log3(He[:3, :3] @ Hg[:3, :3].T)))
+        out.append((J, drift, vel, err))
+    if len(out) == 1:
+        J, drift, vel, err = out[0]
+        return (J, drift, vel, err) if rows is None else (J[rows], drift[rows], vel[rows], err[rows])
+    stacked = [np.concatenate([o[i] for o in out]) for i in range(4)]
+    if rows is None:
+        return tuple(stacked)
+    picked = np.concatenate([rows + 6 * i for i in range(len(out))])
+    return tuple(s[picked] for s in stacked)
 
 
-def _loop_frames(ff: FreeFlyerModel, obj: ObjectConfig) -> list[tuple[int, int]]:
-    """(end-effector frame id, grasp frame id) of every loop; cached per (model, object), the
-    entry keeping both alive so that their ids are not reused."""
+_LOOPS: dict[tuple[int, int], tuple] = {}
+
+
+def _loops(ff: FreeFlyerModel, obj: ObjectConfig) -> tuple[list[_Loop], np.ndarray | None]:
+    """The loops of ``obj`` held by ``ff`` and the twist rows kept (planar: vx, vy, wz; spatial:
+    None, all six); cached per (model, object), the entry keeping both alive so that their ids
+    are not reused."""
     key = (id(ff), id(obj))
-    hit = _LOOP_FRAMES.get(key)
+    hit = _LOOPS.get(key)
     if hit is None or hit[0] is not ff or hit[1] is not obj:
-        pairs = [(ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector)))
-                 for g in obj.grasps[1:]]
-        hit = _LOOP_FRAMES[key] = (ff, obj, pairs)
+        model, loops = ff.model, []
+        for g in obj.grasps[1:]:
+            fe, fg = ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector))
+            ee, held = _support(model, model.frames[fe].parentJoint), _support(model, model.frames[fg].parentJoint)
+            loops.append(_Loop(fe, fg, ee - held, ee))
+        hit = _LOOPS[key] = (ff, obj, (loops, _PLANAR_ROWS if ff.base == "planar" else None))
     return hit[2]
 
 
@@ -181,13 +216,100 @@ def constrained_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConf
     origin; planar (fx, fy, mz)). ``tau`` as for the open-chain plant (nv,)."""
     if len(obj.grasps) < 2:
         return pin.aba(ff.model, data, q, v, tau).copy(), np.zeros(0)
-    loops = loop_terms(ff, data, obj, q, v)
-    # Per plant stage: ABA for the free accelerations M^-1 (tau - b), one Cholesky solve for
-    # M^-1 J^T (CRBA fills the upper triangle), one small solve for the loop wrenches.
-    free = pin.aba(ff.model, data, q, v, tau)
-    MinvJt = solve_spd_upper(pin.crba(ff.model, data, q), loops.J.T)
-    lam = solve(loops.J @ MinvJt, _wanted(loops) - loops.J @ free)
-    return free + MinvJt @ lam, lam
+    a = _held_acceleration(ff, data, obj, q, v, tau)
+    # forwardDynamics left the loop wrenches about the world origin (the rows of J_W); each
+    # loop's moment about its end-effector origin p_e is m_O - p_e x f.
+    loops, rows = _loops(ff, obj)
+    n = 6 if rows is None else rows.size
+    lam = data.lambda_c.copy()
+    oMf = data.oMf
+    for i, loop in enumerate(loops):
+        full = np.zeros(6)
+        full[_ALL_ROWS if rows is None else rows] = lam[n * i:n * i + n]
+        full[3:] -= cross3(oMf[loop.ee_frame].translation, full[:3])
+        lam[n * i:n * i + n] = full if rows is None else full[rows]
+    return a, lam
+
+
+def _held_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q: np.ndarray,
+                       v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """nu' (nv,) of constrained_acceleration, for the plant's RK stages; leaves the loop wrenches
+    about the world origin in data.lambda_c.
+
+    A few C++ calls and a few lines of float arithmetic, so that the closed-chain plant step
+    stays within 2x the open-chain one (bench/bench_closed_chain.py): Pinocchio fills the
+    world-frame joint Jacobians J and their time variation dJ, M (CRBA) and the nonlinear
+    effects b, and its forwardDynamics solves M nu' + b = tau + J_W^T lambda_W, J_W nu' = -gamma_W
+    (Cholesky of M and of the Schur complement J_W M^-1 J_W^T). The loops are written about the
+    world origin: J_W = X^-1 J with X the shift of a twist from the world origin to the
+    end-effector origin p_e, which leaves nu' unchanged (same rows, an invertible map), and for
+    planar robots keeps the in-plane rows (the out-of-plane ones are zero). gamma_W = X^-1 of
+    the stabilised drift of the module docstring:
+
+        gamma_W = dA + [dw x p_e'; 0] + 2 zeta w_n dV + w_n^2 [e_p + p_e x e_r; e_r]
+
+    with dV = J_W nu, dA = dJ_W nu the relative twist and its rate at nu' = 0 about the world
+    origin, dw its angular part and p_e' the end-effector point's velocity.
+    """
+    loops, rows = _loops(ff, obj)
+    return _stage_acceleration(ff.model, data, loops, rows, q, v, tau)
+
+
+def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], rows: np.ndarray | None,
+                        q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """:func:`_held_acceleration` with the loops looked up (the plant caches them)."""
+    _joint_jacobians_and_rates(model, data, q, v)  # placements, J, dJ, velocities
+    _crba(model, data, q)
+    _nonlinear_effects(model, data, q, v)
+    J_world, dJ_world = data.J, data.dJ
+    c1, c2 = _C1, _C2
+    Js, gammas = [], []
+    for loop in loops:
+        sv = loop.sign * v
+        a0, a1, a2, a3, a4, a5 = (dJ_world @ sv).tolist()
+        v0, v1, v2, w0, w1, w2 = (J_world @ sv).tolist()
+        dx, dy, dz = _frame_velocity(model, data, loop.ee_frame, _LWA).linear.tolist()  # p_e'
+        He = _frame_placement(model, data, loop.ee_frame).homogeneous
+        Hg = _frame_placement(model, data, loop.grasp_frame).homogeneous
+        if rows is None:
+            px, py, pz = He[:3, 3].tolist()
+            gx, gy, gz = Hg[:3, 3].tolist()
+            rx, ry, rz = pin.log3(He[:3, :3] @ Hg[:3, :3].T).tolist()
+            Js.append(J_world * loop.sign)
+            gammas += [
+                a0 + (w1 * dz - w2 * dy) + c1 * v0 + c2 * ((px - gx) + (py * rz - pz * ry)),
+                a1 + (w2 * dx - w0 * dz) + c1 * v1 + c2 * ((py - gy) + (pz * rx - px * rz)),
+                a2 + (w0 * dy - w1 * dx) + c1 * v2 + c2 * ((pz - gz) + (px * ry - py * rx)),
+                a3 + c1 * w0 + c2 * rx,
+                a4 + c1 * w1 + c2 * ry,
+                a5 + c1 * w2 + c2 * rz,
+            ]
+        else:
+            # Rows vx, vy, wz of the above; in-plane rotations, so log(R_e R_g^T) is
+            # (0, 0, atan2(R[1,0], R[0,0])), here in floats.
+            (e00, e01, e02, px), (e10, e11, e12, py), _, _ = He.tolist()
+            (g00, g01, g02, gx), (_, _, _, gy), _, _ = Hg.tolist()
+            rz = math.atan2(e10 * g00 + e11 * g01 + e12 * g02, e00 * g00 + e01 * g01 + e02 * g02)
+            Js.append(J_world.take(rows, 0) * loop.sign)
+            gammas += [
+                a0 + (w1 * dz - w2 * dy) + c1 * v0 + c2 * ((px - gx) + py * rz),
+                a1 + (w2 * dx - w0 * dz) + c1 * v1 + c2 * ((py - gy) - px * rz),
+                a5 + c1 * w2 + c2 * rz,
+            ]
+    J = Js[0] if len(Js) == 1 else np.vstack(Js)
+    return _kkt_forward_dynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
+
+
+# Module-level names for the calls of every RK stage (an attribute lookup on pin is ~40 ns each).
+_joint_jacobians_and_rates, _crba, _nonlinear_effects = (
+    pin.computeJointJacobiansTimeVariation, pin.crba, pin.nonLinearEffects)
+_frame_velocity, _frame_placement, _kkt_forward_dynamics = (
+    pin.getFrameVelocity, pin.updateFramePlacement, pin.forwardDynamics)
+
+
+_LWA = pin.LOCAL_WORLD_ALIGNED
+_C1, _C2 = 2 * BAUMGARTE_ZETA * BAUMGARTE_OMEGA, BAUMGARTE_OMEGA ** 2
+_ALL_ROWS = np.arange(6)
 
 
 @dataclass(frozen=True)
@@ -225,11 +347,14 @@ class ClosedChainPlant(Plant):
     def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, state: State, dt: float, t0: float = 0.0):
         self.obj = obj
         self.max_constraint_error = 0.0
+        self._loops, self._rows = _loops(ff, obj)
         super().__init__(ff, state, dt, t0)
         self.max_constraint_error = self.constraint_error()
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        return constrained_acceleration(self.ff, self.data, self.obj, q, v, tau)[0]
+        if not self._loops:
+            return pin.aba(self.ff.model, self.data, q, v, tau).copy()
+        return _stage_acceleration(self.ff.model, self.data, self._loops, self._rows, q, v, tau)
 
     def step(self, actuation=None, *, tau=None) -> State:
         state = super().step(actuation, tau=tau)
@@ -238,12 +363,13 @@ class ClosedChainPlant(Plant):
 
     def constraint_error(self) -> float:
         """Largest loop-closure position error at the current state, m."""
-        pairs = _loop_frames(self.ff, self.obj)
-        if not pairs:
+        if not self._loops:
             return 0.0
-        pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
-        oMf = self.data.oMf
-        return max(float(np.linalg.norm(oMf[fe].translation - oMf[fg].translation)) for fe, fg in pairs)
+        model, data = self.ff.model, self.data
+        pin.forwardKinematics(model, data, self.state.q)
+        return max(math.dist(_frame_placement(model, data, c.ee_frame).translation.tolist(),
+                             _frame_placement(model, data, c.grasp_frame).translation.tolist())
+                   for c in self._loops)
 
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""
