@@ -27,8 +27,20 @@ the actuated coordinates that do not move the end-effector (the redundant arm's 
 and in modes with commanded base DOFs the base motions the arm compensates) are damped with
 rate d0 (1/s) and otherwise left free: they are not driven back to any pose.
 
-Rotation-floating mode (attitude held by the wheels, an internal actuator) is not handled: its
-actuated set mixes forces and accelerations (hybrid dynamics, see control.computed_torque).
+Rotation-floating mode (the wheels, an internal actuator, hold the base attitude): the attitude
+is not a task coordinate but held. Its acceleration is prescribed, u (the base pose loop's, see
+control.base_control; zero if none is given), the free translation is eliminated as above and
+the law runs on the arm alone, a = arm joints, with the attitude's share moved to the bias:
+
+    x'' = J*_arm a'' + (c + J*_att u),    tau_arm = H*_arm a'' + (C*_arm + H*_arm,att u)
+
+so the end-effector's closed loop is the same e'' + 2 z w e' + w^2 e = 0 while the attitude
+follows u. The wheel torques, and the arm torques consistent with them, then come from the
+attitude-holding hybrid solve of computed torque (control.computed_torque.rotation_floating_forces:
+no external torque on the attitude rows, wheel accelerations solved from them; a wheel over its
+torque limit is clipped and the attitude let go for that tick). This takes the wheel rotors as
+balanced (their spin moves no mass: they enter neither the translation nor the arm rows), true
+of reaction wheels and of the package's robots.
 """
 
 from __future__ import annotations
@@ -40,15 +52,15 @@ import logging
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.control.computed_torque import rotation_floating_forces
 from freeflyer_control.control.effort import ControlEffort
-from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import local_wrench_to_world
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.gjm import frame_jacobian
 from freeflyer_control.physics.linalg import solve_spd_upper
 from freeflyer_control.physics.modes import Mode, base_partition
-from freeflyer_control.physics.state import State
+from freeflyer_control.physics.state import State, world_to_local_base_map
 
 _PLANAR_ROWS = np.array([0, 1, 5])
 log = logging.getLogger(__name__)
@@ -117,31 +129,46 @@ class ImpedanceController:
 
     def _indices(self, mode: Mode) -> tuple:
         """Per mode (cached): actuated and eliminated coordinates and the flat indices that
-        cut M's blocks with one ``take`` each (fancy np.ix_ indexing costs ~30 us a tick)."""
+        cut M's blocks with one ``take`` each (fancy np.ix_ indexing costs ~30 us a tick).
+
+        Rotation-floating keeps the wheels among the actuated coordinates, in computed torque's
+        layout [commanded attitude, every joint], for its hybrid solve; the law's own coordinates
+        are then the arm joints (``law``), the others elsewhere."""
         cached = self._index_cache.get(mode)
         if cached is None:
             ff = self.ff
             part = base_partition(ff.base, mode)
-            act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
-            elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
-            nv = ff.model.nv
+            nv, nc = ff.model.nv, part.commanded.size
+            if mode is Mode.ROTATION_FLOATING:
+                act = np.concatenate([part.commanded, np.arange(ff.nb, nv)]).astype(int)
+                elim = np.asarray(part.free, dtype=int)
+                law = nc + ff.arm_v_indices - ff.nb
+                wheels = nc + ff.wheel_v_indices - ff.nb
+            else:
+                act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
+                elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
+                law, wheels = np.arange(act.size), None
 
-            def block(r, c):
-                return (r[:, None] * nv + c[None, :]).ravel()
+            def block(r, c, n=nv):
+                return (r[:, None] * n + c[None, :]).ravel()
 
-            cached = (part, act, elim, block(act, act), block(elim, elim), block(elim, act))
+            cached = (part, act, elim, block(act, act), block(elim, elim), block(elim, act), law, wheels,
+                      block(law, law, act.size) if wheels is not None else None)
             self._index_cache[mode] = cached
         return cached
 
-    def effort(self, state: State, mode: Mode | str, target: TaskTarget) -> ControlEffort:
-        """Joint torques and base wrench (world) realising the impedance at ``state``."""
+    def effort(self, state: State, mode: Mode | str, target: TaskTarget,
+               base_acceleration: np.ndarray | None = None) -> ControlEffort:
+        """Joint torques, wheel torques and base wrench (world) realising the impedance at ``state``.
+
+        ``base_acceleration``: rotation-floating only, the attitude acceleration the wheels are to
+        hold, rad/s^2, world axes, ordered like the mode's commanded base coordinates (spatial
+        (wx, wy, wz), planar (wz)): what :func:`~freeflyer_control.control.base_control.base_accelerations`
+        gives for the base reference; None holds the attitude rate (zero acceleration).
+        """
         ff, model, data = self.ff, self.ff.model, self.data
         mode = Mode.parse(mode)
-        if mode is Mode.ROTATION_FLOATING:
-            raise ModeError("the impedance controller does not handle rotation-floating mode "
-                            "(wheel-held attitude); use floating, rotation-flying, "
-                            "translation-flying or flying")
-        part, act, elim, i_aa, i_ee, i_ea = self._indices(mode)
+        part, act, elim, i_aa, i_ee, i_ea, law, wheels, i_ll = self._indices(mode)
         na, ne = act.size, elim.size
         q, v = state.q, state.v
         M = mass_matrix(ff, data, q)
@@ -161,10 +188,33 @@ class ImpedanceController:
             J_e = J.take(elim, axis=1)
             Jstar = Jstar - J_e.dot(K[:, :na])
             c = c - J_e.dot(K[:, na])
-        H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
-        A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
+        nc = part.commanded.size
+        if wheels is None:
+            H_law, J_law, c_law = H, Jstar, c
+        else:  # the attitude is held at u (local base axes), the arm alone serves the task
+            u = np.zeros(nc)
+            if base_acceleration is not None:
+                u = world_to_local_base_map(ff, q)[part.commanded_slice, part.commanded_slice].dot(base_acceleration)
+            H_law, J_law = H.take(i_ll).reshape(law.size, law.size), Jstar.take(law, axis=1)
+            c_law = c + Jstar[:, :nc].dot(u)
+        acc, push = self._law(mode, target, H_law, J_law, c_law, v.take(act).take(law), J.dot(v))
+        if wheels is None:
+            tau = H.dot(acc) + C
+            if push is not None:
+                tau = tau + push
+            base_local = np.zeros(ff.nb)
+            base_local[part.commanded] = tau[:nc]
+            return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
+                                 local_wrench_to_world(ff, q, base_local))
+        forces = rotation_floating_forces(ff, H, C, nc, u, acc, law, wheels)
+        arm = forces[law] if push is None else forces[law] + push
+        return ControlEffort(arm, forces[wheels], np.zeros(ff.nb))  # no external wrench
 
-        oMf = data.oMf[self.fid]
+    def _law(self, mode, target, H, Jstar, c, a_act, x_dot):
+        """The impedance law on the coordinates a of H a'' + (bias) = tau, x'' = J* a'' + c, at
+        task velocity ``x_dot`` (world; linear, angular): returns a'' and the force
+        feed-forward J*^T (n force) to add to tau, or None without a force axis."""
+        oMf = self.data.oMf[self.fid]
         err = np.concatenate([target.position - oMf.translation,
                               pin.log3(target.orientation.dot(oMf.rotation.T))])
         push = None
@@ -173,9 +223,10 @@ class ImpedanceController:
             err[:3] -= n * n.dot(err[:3])
             push = np.concatenate([n * float(target.force), np.zeros(3)]).take(self.rows)
         err = err.take(self.rows)
-        a_act = v.take(act)
+        H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
+        A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
         x_cmd = (np.asarray(target.acceleration).take(self.rows)
-                 + self.kd * (np.asarray(target.twist).take(self.rows) - J.dot(v)) + self.kp * err)
+                 + self.kd * (np.asarray(target.twist).take(self.rows) - x_dot) + self.kp * err)
         rhs = np.empty((A.shape[0], 2))
         rhs[:, 0], rhs[:, 1] = x_cmd - c, Jstar.dot(a_act)
         try:
@@ -184,14 +235,7 @@ class ImpedanceController:
             y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
             self._warn_singular(mode)
         acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
-        tau = H.dot(acc) + C
-        if push is not None:
-            tau = tau + Jstar.T.dot(push)
-        nc = part.commanded.size
-        base_local = np.zeros(ff.nb)
-        base_local[part.commanded] = tau[:nc]
-        return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
-                             local_wrench_to_world(ff, q, base_local))
+        return acc, (Jstar.T.dot(push) if push is not None else None)
 
     def _warn_singular(self, mode: Mode) -> None:
         """Warn once per mode that Lambda* had to be replaced by a least-squares solve."""
