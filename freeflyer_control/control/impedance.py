@@ -56,8 +56,6 @@ from freeflyer_control.control.computed_torque import rotation_floating_forces
 from freeflyer_control.control.effort import ControlEffort
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import local_wrench_to_world
-from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
-from freeflyer_control.physics.gjm import frame_jacobian
 from freeflyer_control.physics.linalg import solve_spd_upper
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, world_to_local_base_map
@@ -124,21 +122,31 @@ class ImpedanceController:
         self.kp = np.broadcast_to(w**2, (self.rows.size,))
         self.kd = np.broadcast_to(2.0 * z * w, (self.rows.size,))
         self._zero_a = np.zeros(ff.model.nv)
+        self._planar = ff.base == "planar"
+        self._work = np.zeros((ff.model.nv + self.rows.size, ff.model.nv + 1))  # see _indices
+        self._null_mix = np.array([1.0, gains.null_damping])
+        # Returned in efforts that have no wheel torque or base wrench: read-only, shared.
+        self._no_wheel_torque, self._no_wrench = np.zeros(ff.wheel_v_indices.size), np.zeros(ff.nb)
+        self._no_wheel_torque.setflags(write=False)
+        self._no_wrench.setflags(write=False)
         self._index_cache: dict[Mode, tuple] = {}
         self.warnings: list[str] = []  # one per mode, the first time Lambda* is singular there
 
     def _indices(self, mode: Mode) -> tuple:
-        """Per mode (cached): actuated and eliminated coordinates and the flat indices that
-        cut M's blocks with one ``take`` each (fancy np.ix_ indexing costs ~30 us a tick).
+        """Per mode (cached): the partition, the law's coordinates and the flat indices that cut
+        the tick's blocks out of the work matrix W = [[M, b], [J, Jdot v]] with one ``take`` each
+        (fancy np.ix_ indexing costs ~30 us a tick). M is read from its upper triangle only
+        (Pinocchio's CRBA), so it is never mirrored.
 
-        Rotation-floating keeps the wheels among the actuated coordinates, in computed torque's
-        layout [commanded attitude, every joint], for its hybrid solve; the law's own coordinates
-        are then the arm joints (``law``), the others elsewhere."""
+        Actuated a: the commanded base coordinates and the arm joints; eliminated e: the free
+        base coordinates and the idle wheels. Rotation-floating keeps the wheels actuated, in
+        computed torque's layout [commanded attitude, every joint], for its hybrid solve; the
+        law's own coordinates (``law``, positions in a) are then the arm joints."""
         cached = self._index_cache.get(mode)
         if cached is None:
             ff = self.ff
             part = base_partition(ff.base, mode)
-            nv, nc = ff.model.nv, part.commanded.size
+            nv, nc, m = ff.model.nv, part.commanded.size, self.rows.size
             if mode is Mode.ROTATION_FLOATING:
                 act = np.concatenate([part.commanded, np.arange(ff.nb, nv)]).astype(int)
                 elim = np.asarray(part.free, dtype=int)
@@ -148,12 +156,21 @@ class ImpedanceController:
                 act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
                 elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
                 law, wheels = np.arange(act.size), None
+            stride = nv + 1
 
-            def block(r, c, n=nv):
-                return (r[:, None] * n + c[None, :]).ravel()
+            def block(rows, cols):  # rows >= nv are J's, column nv is the bias
+                r, c = np.meshgrid(rows, cols, indexing="ij")
+                upper = (r < nv) & (c < nv)
+                lo, hi = np.minimum(r, c), np.maximum(r, c)
+                return np.where(upper, lo * stride + hi, r * stride + c).ravel()
 
-            cached = (part, act, elim, block(act, act), block(elim, elim), block(elim, act), law, wheels,
-                      block(law, law, act.size) if wheels is not None else None)
+            task_rows = np.concatenate([act, nv + np.arange(m)])
+            with_bias = np.append(act, nv)
+            cached = (part, act, elim, law, wheels,
+                      block(task_rows, with_bias),  # [[M_aa, b_a], [J_a, c]]
+                      block(task_rows, elim),  # [[M_ae], [J_e]]
+                      block(elim, with_bias),  # [M_ea, b_e]
+                      block(elim, elim))  # M_ee
             self._index_cache[mode] = cached
         return cached
 
@@ -166,75 +183,77 @@ class ImpedanceController:
         (wx, wy, wz), planar (wz)): what :func:`~freeflyer_control.control.base_control.base_accelerations`
         gives for the base reference; None holds the attitude rate (zero acceleration).
         """
-        ff, model, data = self.ff, self.ff.model, self.data
-        mode = Mode.parse(mode)
-        part, act, elim, i_aa, i_ee, i_ea, law, wheels, i_ll = self._indices(mode)
-        na, ne = act.size, elim.size
+        ff, model, data, W = self.ff, self.ff.model, self.data, self._work
+        mode = mode if isinstance(mode, Mode) else Mode.parse(mode)
+        part, act, elim, law, wheels, i_b, i_e, i_r, i_ee = self._indices(mode)
+        na, ne, nv = act.size, elim.size, model.nv
         q, v = state.q, state.v
-        M = mass_matrix(ff, data, q)
-        b = nonlinear_effects(ff, data, q, v)
-        J = frame_jacobian(ff, data, q, self.frame).take(self.rows, axis=0)  # LOCAL_WORLD_ALIGNED
+        W[:nv, :nv] = pin.crba(model, data, q)  # upper triangle read
+        W[:nv, nv] = pin.nonLinearEffects(model, data, q, v)
+        J = pin.computeFrameJacobian(model, data, q, self.fid, pin.LOCAL_WORLD_ALIGNED)
         pin.forwardKinematics(model, data, q, v, self._zero_a)
-        Jdot_v = pin.getFrameClassicalAcceleration(
-            model, data, self.fid, pin.LOCAL_WORLD_ALIGNED).vector.take(self.rows)
-        H, C, Jstar, c = M.take(i_aa).reshape(na, na), b.take(act), J.take(act, axis=1), Jdot_v
+        Jdot_v = pin.getFrameClassicalAcceleration(model, data, self.fid, pin.LOCAL_WORLD_ALIGNED).vector
+        if self._planar:
+            J, Jdot_v = J.take(self.rows, axis=0), Jdot_v.take(self.rows)
+        W[nv:, :nv], W[nv:, nv] = J, Jdot_v
+        # One Schur complement for the dynamics and the task: with K = M_ee^-1 [M_ea, b_e],
+        # [[H*, C*], [J*, c]] = [[M_aa, b_a], [J_a, Jdot v]] - [[M_ae], [J_e]] K.
+        S = W.take(i_b).reshape(na + self.rows.size, na + 1)
         if ne:
-            M_ea = M.take(i_ea).reshape(ne, na)
-            rhs = np.empty((ne, na + 1))
-            rhs[:, :na], rhs[:, na] = M_ea, b.take(elim)
-            K = solve_spd_upper(M.take(i_ee).reshape(ne, ne), rhs)  # M_ee^-1 [M_ea, b_e]
-            H = H - M_ea.T.dot(K[:, :na])
-            C = C - M_ea.T.dot(K[:, na])
-            J_e = J.take(elim, axis=1)
-            Jstar = Jstar - J_e.dot(K[:, :na])
-            c = c - J_e.dot(K[:, na])
+            K = solve_spd_upper(W.take(i_ee).reshape(ne, ne), W.take(i_r).reshape(ne, na + 1))
+            S -= W.take(i_e).reshape(S.shape[0], ne).dot(K)
+        H, C, Jstar, c = S[:na, :na], S[:na, na], S[na:, :na], S[na:, na]
         nc = part.commanded.size
         if wheels is None:
-            H_law, J_law, c_law = H, Jstar, c
-        else:  # the attitude is held at u (local base axes), the arm alone serves the task
-            u = np.zeros(nc)
-            if base_acceleration is not None:
-                u = world_to_local_base_map(ff, q)[part.commanded_slice, part.commanded_slice].dot(base_acceleration)
-            H_law, J_law = H.take(i_ll).reshape(law.size, law.size), Jstar.take(law, axis=1)
-            c_law = c + Jstar[:, :nc].dot(u)
-        acc, push = self._law(mode, target, H_law, J_law, c_law, v.take(act).take(law), J.dot(v))
-        if wheels is None:
+            acc, push = self._law(mode, target, H, Jstar, c, v.take(act), J.dot(v))
             tau = H.dot(acc) + C
             if push is not None:
                 tau = tau + push
-            base_local = np.zeros(ff.nb)
-            base_local[part.commanded] = tau[:nc]
-            return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
-                                 local_wrench_to_world(ff, q, base_local))
+            wrench = self._no_wrench
+            if nc:
+                base_local = np.zeros(ff.nb)
+                base_local[part.commanded] = tau[:nc]
+                wrench = local_wrench_to_world(ff, q, base_local)
+            return ControlEffort(tau[nc:], self._no_wheel_torque, wrench)
+        # Rotation-floating: the attitude is held at u (local base axes), the arm alone serves the task.
+        u = np.zeros(nc)
+        if base_acceleration is not None:
+            u = world_to_local_base_map(ff, q)[part.commanded_slice, part.commanded_slice].dot(base_acceleration)
+        H_law, J_law = H.take(law, axis=0).take(law, axis=1), Jstar.take(law, axis=1)
+        acc, push = self._law(mode, target, H_law, J_law, c + Jstar[:, :nc].dot(u), v.take(act).take(law), J.dot(v))
         forces = rotation_floating_forces(ff, H, C, nc, u, acc, law, wheels)
         arm = forces[law] if push is None else forces[law] + push
-        return ControlEffort(arm, forces[wheels], np.zeros(ff.nb))  # no external wrench
+        return ControlEffort(arm, forces[wheels], self._no_wrench)  # no external wrench
 
     def _law(self, mode, target, H, Jstar, c, a_act, x_dot):
         """The impedance law on the coordinates a of H a'' + (bias) = tau, x'' = J* a'' + c, at
         task velocity ``x_dot`` (world; linear, angular): returns a'' and the force
         feed-forward J*^T (n force) to add to tau, or None without a force axis."""
         oMf = self.data.oMf[self.fid]
-        err = np.concatenate([target.position - oMf.translation,
-                              pin.log3(target.orientation.dot(oMf.rotation.T))])
+        err = np.empty(6)
+        err[:3] = target.position - oMf.translation
+        err[3:] = pin.log3(target.orientation.dot(oMf.rotation.T))
         push = None
         if target.force_axis is not None:
             n = np.asarray(target.force_axis, dtype=float)
             err[:3] -= n * n.dot(err[:3])
-            push = np.concatenate([n * float(target.force), np.zeros(3)]).take(self.rows)
-        err = err.take(self.rows)
+            push = np.concatenate([n * float(target.force), np.zeros(3)])
+        acceleration, twist = target.acceleration, target.twist
+        if self._planar:
+            err, acceleration, twist = err.take(self.rows), np.take(acceleration, self.rows), np.take(twist, self.rows)
+            push = push.take(self.rows) if push is not None else None
         H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
         A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
-        x_cmd = (np.asarray(target.acceleration).take(self.rows)
-                 + self.kd * (np.asarray(target.twist).take(self.rows) - x_dot) + self.kp * err)
         rhs = np.empty((A.shape[0], 2))
-        rhs[:, 0], rhs[:, 1] = x_cmd - c, Jstar.dot(a_act)
+        rhs[:, 0] = acceleration + self.kd * (twist - x_dot) + self.kp * err - c
+        rhs[:, 1] = Jstar.dot(a_act)
         try:
             y = solve_spd_upper(A, rhs)  # Lambda* [x_cmd - c, J* a']
         except np.linalg.LinAlgError:  # a singularity of the mode: least squares instead
             y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
             self._warn_singular(mode)
-        acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
+        # a'' = H^-1 J*^T (y_0 + d0 y_1) - d0 a': the task part and the damped null-space part
+        acc = H_inv_Jt.dot(y.dot(self._null_mix)) - self.gains.null_damping * a_act
         return acc, (Jstar.T.dot(push) if push is not None else None)
 
     def _warn_singular(self, mode: Mode) -> None:

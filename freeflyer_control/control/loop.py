@@ -120,6 +120,9 @@ class ControlLoop:
         self.state_seen: State | None = None
         self.controller = None
         self.switcher.law_refuses = self.law_refuses
+        self._arm_rel = model.arm_v_indices - model.nb  # arm joints among the joints
+        self._zero_task_acceleration = np.zeros(6)  # the maneuvers give no task acceleration
+        self._zero_task_acceleration.setflags(write=False)
         self.set_controller(controller)
 
     def law_refuses(self, mode: Mode) -> str | None:
@@ -253,13 +256,14 @@ class ControlLoop:
             push = task.force + self.force_integral
         else:
             self.force_integral = 0.0
-        target = TaskTarget(task.position, R, np.concatenate([task.linear_velocity, task.angular_velocity]),
-                            force_axis=task.force_axis, force=push)
+        twist = np.empty(6)
+        twist[:3], twist[3:] = task.linear_velocity, task.angular_velocity
+        target = TaskTarget(task.position, R, twist, self._zero_task_acceleration, task.force_axis, push)
         base_ref = self.maneuver.base_reference(t)
         effort = self.impedance.effort(state, mode, target, self._held_attitude(state, mode, base_ref))
-        q_now = joint_positions(self.model, state.q)[self.model.arm_v_indices - self.model.nb]
+        q_now = joint_positions(self.model, state.q)[self._arm_rel]
         self.q_integrated = q_now.copy()  # a later switch to another law starts here
-        jref = JointReference(q_now, np.zeros_like(q_now), np.zeros_like(q_now))
+        jref = JointReference(q_now, np.zeros(q_now.size), np.zeros(q_now.size))
         s = self.switcher.blend(t)
         if s < 1.0:
             previous = self.switcher.previous
