@@ -123,6 +123,7 @@ class ControlLoop:
         self._arm_rel = model.arm_v_indices - model.nb  # arm joints among the joints
         self._zero_task_acceleration = np.zeros(6)  # the maneuvers give no task acceleration
         self._zero_task_acceleration.setflags(write=False)
+        self._target_attitude = (b"", None)  # (quaternion bytes, its rotation matrix)
         self.set_controller(controller)
 
     def law_refuses(self, mode: Mode) -> str | None:
@@ -241,7 +242,10 @@ class ControlLoop:
         task = tasks[0]
         data = self.impedance.data
         if task.orientation_xyzw is not None:
-            R = rotation_from_xyzw(task.orientation_xyzw)
+            key = np.asarray(task.orientation_xyzw, dtype=float).tobytes()  # most targets keep their attitude
+            if key != self._target_attitude[0]:
+                self._target_attitude = (key, rotation_from_xyzw(task.orientation_xyzw))
+            R = self._target_attitude[1]
         else:  # position only: the attitude error is zero, its damping stays
             pin.framesForwardKinematics(self.model.model, data, state.q)
             R = data.oMf[self.impedance.fid].rotation.copy()
