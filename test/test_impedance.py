@@ -116,3 +116,37 @@ def test_rotation_floating_asks_the_attitude_torque_of_the_wheels_and_no_externa
 def test_bad_gains_are_refused_naming_them():
     with pytest.raises(ValueError, match="natural_frequency > 0"):
         ImpedanceController(robot("spatial_7dof"), "ee_link", ImpedanceGains(natural_frequency=0.0))
+
+
+@pytest.mark.parametrize("mode", [Mode.FLOATING, Mode.ROTATION_FLOATING, Mode.TRANSLATION_FLYING, Mode.FLYING])
+def test_the_effort_gives_the_end_effector_exactly_the_commanded_task_acceleration(mode):
+    """The law's defining property, checked through the plant's own dynamics (ABA) and not the
+    law's algebra: at a moving state, x'' = J nu' + Jdot nu equals x''_cmd = K_D (x'_d - x') +
+    K_P e to round-off (1e-9 of its size), and in rotation-floating the base attitude gets the
+    commanded acceleration. Small gains and offsets keep the wheels inside their limits."""
+    ff = robot("spatial_7dof")
+    gains = ImpedanceGains(1.0, 0.5)
+    ctrl = ImpedanceController(ff, "ee_link", gains)
+    rng = np.random.default_rng(3)
+    state = make_state(ff, joint_positions=ff.ready_pose, joint_velocities=rng.uniform(-0.005, 0.005, ff.nj))
+    data, fid = ff.create_data(), ff.frame_id("ee_link")
+    pin.framesForwardKinematics(ff.model, data, state.q)
+    pose = data.oMf[fid].copy()
+    target = TaskTarget(pose.translation + [0.002, -0.001, 0.001], pin.exp3(np.array([0.001, 0.0, -0.002])) @ pose.rotation)
+    u = np.array([1e-4, -2e-4, 5e-5])  # rad/s^2, world: the attitude acceleration to hold
+    effort = ctrl.effort(state, mode, target, u if mode is Mode.ROTATION_FLOATING else None)
+    assert np.abs(effort.wheel_torques).max() < ff.wheel_max_torques.min()
+    tau = np.zeros(ff.model.nv)
+    tau[ff.arm_v_indices], tau[ff.wheel_v_indices] = effort.arm_torques, effort.wheel_torques
+    tau[: ff.nb] = world_wrench_to_local(ff, state.q, effort.base_wrench_world)
+    a = pin.aba(ff.model, data, state.q, state.v, tau)
+    pin.forwardKinematics(ff.model, data, state.q, state.v, a)
+    pin.updateFramePlacements(ff.model, data)
+    x_dd = pin.getFrameClassicalAcceleration(ff.model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector
+    J = pin.computeFrameJacobian(ff.model, data, state.q, fid, pin.LOCAL_WORLD_ALIGNED)
+    err = np.concatenate([target.position - pose.translation, pin.log3(target.orientation @ pose.rotation.T)])
+    x_cmd = -2 * 0.5 * 1.0 * J.dot(state.v) + 1.0**2 * err
+    np.testing.assert_allclose(x_dd, x_cmd, atol=1e-9 * np.abs(x_cmd).max())
+    if mode is Mode.ROTATION_FLOATING:
+        R = data.oMi[1].rotation  # base angular acceleration, world axes (no omega x omega term)
+        np.testing.assert_allclose(R @ a[3:6], u, atol=1e-9)
