@@ -14,7 +14,7 @@ run (bench_core's method: warm-up, batches, the order rotated every repeat, medi
   get every link from Pinocchio's Python API, for honesty);
 * ``operational_space_inertia`` (the package's per-frame API, Pinocchio route, with mode
   bookkeeping and the rank check), one link;
-* one impedance control tick (control.impedance, floating and flying modes), against the
+* one impedance control tick (control.impedance, floating, flying and rotation-floating modes), against the
   50 us control-tick budget.
 
 Usage (from the repository root):
@@ -105,6 +105,8 @@ def cases(name: str, rng: np.random.Generator) -> tuple[list[Case], int]:
         Case(name, "operational_space_inertia, one frame", api_one),
         Case(name, "impedance tick, floating", tick(Mode.FLOATING)),
         Case(name, "impedance tick, flying", tick(Mode.FLYING)),
+        *([Case(name, "impedance tick, rotation-floating", tick(Mode.ROTATION_FLOATING))]
+          if ff.wheel_v_indices.size else []),
     ], n_links
 
 
@@ -140,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         ok = med[quantity] < target
         print(f"{quantity} {med[quantity]:.1f} µs vs Pinocchio route per link x {n_links} links "
               f"{target:.1f} µs: {'PASS' if ok else 'FAIL'} ({target / med[quantity]:.2f}x)")
-    for mode in ("floating", "flying"):
+    for mode in ("floating", "flying", "rotation-floating"):
+        if f"impedance tick, {mode}" not in med:
+            continue
         t = med[f"impedance tick, {mode}"]
         print(f"impedance tick {mode} {t:.1f} µs (budget {TICK_BUDGET_US:.0f} µs): "
               f"{'PASS' if t <= TICK_BUDGET_US else 'FAIL'}")

@@ -1,6 +1,6 @@
 """The control laws' one-time warnings reach the controller node through ControllerServer
 (logged once, listed on /diagnostics): resolved rate's "task rows > joints" and the impedance
-law's singular Lambda*. Also: the node's mode validation knows the impedance law's refusal."""
+law's singular Lambda*. Also: the node's mode validation under the impedance law."""
 
 from __future__ import annotations
 
@@ -65,11 +65,10 @@ def test_impedance_singular_lambda_warning_is_handed_to_the_node_once():
     assert server.new_warnings() == []
 
 
-def test_impedance_is_a_controller_choice_and_its_mode_refusal_is_what_the_node_validates():
+def test_impedance_is_a_controller_choice_and_the_node_accepts_every_mode_under_it():
     assert "impedance" in CONTROLLERS  # the node's `controller` parameter takes its choices from here
     server = ControllerServer(robot("spatial_7dof"), rate=RATE, controller="impedance")
-    assert server.validate_mode("rotation-floating").startswith(
-        "the impedance controller does not fly rotation-floating")
+    assert server.validate_mode("rotation-floating") is None  # the wheels hold the attitude
     assert server.validate_mode("flying") is None
     server.set_controller("computed_torque")
     assert server.validate_mode("rotation-floating") is None

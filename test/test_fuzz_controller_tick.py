@@ -33,7 +33,7 @@ CONFIGS = [  # (robot, controller, mode, base actuation)
     ("dual_arm_planar", "computed_torque", "rotation-flying", "thrusters"),
     ("spatial_7dof", "computed_torque", "flying", "ideal"),
     ("spatial_7dof", "impedance", "floating", "thrusters"),
-    ("planar_4link", "impedance", "translation-flying", "ideal"),
+    ("planar_4link", "impedance", "rotation-floating", "thrusters"),  # its wheel-held attitude
 ]
 
 

@@ -108,15 +108,17 @@ class ComputedTorque:
         rd = reduced_dynamics(ff, self.data, state, mode, M=M)
         self.last_dynamics = rd
         arm_idx, wheel_idx = nc + self._arm_rel, nc + self._wheel_rel
-        forces = _rotation_floating_forces(ff, rd, nc, u_base, u_arm, arm_idx, wheel_idx)
+        forces = rotation_floating_forces(ff, rd.H, rd.C, nc, u_base, u_arm, arm_idx, wheel_idx)
         return ControlEffort(forces[arm_idx], forces[wheel_idx], wrench)  # no external base force
 
 
-def _rotation_floating_forces(
-    ff: FreeFlyerModel, rd: ReducedDynamics, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
+def rotation_floating_forces(
+    ff: FreeFlyerModel, H: np.ndarray, C: np.ndarray, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
     arm_idx: np.ndarray, wheels: np.ndarray,
 ) -> np.ndarray:
-    """Generalized forces on [commanded attitude, joints] in rotation-floating mode.
+    """Generalized forces on [commanded attitude, joints] in rotation-floating mode, from the
+    reduced dynamics H a'' + C = f over those coordinates (attitude in any fixed axes: its
+    force is zero in all of them). Used by computed torque and by the impedance law.
 
     Known accelerations: the attitude (u_base) and the arm joints (u_arm). No external torque
     acts on the attitude rows: the wheels do the work, their accelerations solved from those
@@ -124,17 +126,17 @@ def _rotation_floating_forces(
     attitude is let go for this tick (its acceleration solved from the clipped torque), so that
     the arm torques stay consistent with what the wheels really do and the arm keeps tracking.
     """
-    n = rd.H.shape[0]
+    n = H.shape[0]
     acc = np.zeros(n)
     acc[:nc] = u_base
     acc[arm_idx] = u_arm
     force = np.zeros(n)
-    forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
+    forces = hybrid_dynamics(H, C, acc, unknown=wheels, known_force_rows=np.arange(nc), force=force)
     limit = ff.wheel_max_torques
     if np.any(np.abs(forces[wheels]) > limit):
         force[wheels] = np.clip(forces[wheels], -limit, limit)
         free = np.concatenate([np.arange(nc), wheels])
-        forces = hybrid_dynamics(rd.H, rd.C, acc, unknown=free, known_force_rows=free, force=force)
+        forces = hybrid_dynamics(H, C, acc, unknown=free, known_force_rows=free, force=force)
     return forces
 
 

@@ -78,7 +78,7 @@ class ActuatorMapper:
         thrust = np.zeros(len(ff.thrusters))
         external = np.zeros(ff.nb)
         self.last_residual = np.zeros(ff.nb)
-        if np.any(wrench):
+        if wrench.any():
             if self.base_actuation == "thrusters":
                 result = self.allocator.allocate(world_wrench_to_local(ff, q, wrench))
                 thrust = result.forces

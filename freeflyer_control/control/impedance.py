@@ -27,8 +27,20 @@ the actuated coordinates that do not move the end-effector (the redundant arm's 
 and in modes with commanded base DOFs the base motions the arm compensates) are damped with
 rate d0 (1/s) and otherwise left free: they are not driven back to any pose.
 
-Rotation-floating mode (attitude held by the wheels, an internal actuator) is not handled: its
-actuated set mixes forces and accelerations (hybrid dynamics, see control.computed_torque).
+Rotation-floating mode (the wheels, an internal actuator, hold the base attitude): the attitude
+is not a task coordinate but held. Its acceleration is prescribed, u (the base pose loop's, see
+control.base_control; zero if none is given), the free translation is eliminated as above and
+the law runs on the arm alone, a = arm joints, with the attitude's share moved to the bias:
+
+    x'' = J*_arm a'' + (c + J*_att u),    tau_arm = H*_arm a'' + (C*_arm + H*_arm,att u)
+
+so the end-effector's closed loop is the same e'' + 2 z w e' + w^2 e = 0 while the attitude
+follows u. The wheel torques, and the arm torques consistent with them, then come from the
+attitude-holding hybrid solve of computed torque (control.computed_torque.rotation_floating_forces:
+no external torque on the attitude rows, wheel accelerations solved from them; a wheel over its
+torque limit is clipped and the attitude let go for that tick). This takes the wheel rotors as
+balanced (their spin moves no mass: they enter neither the translation nor the arm rows), true
+of reaction wheels and of the package's robots.
 """
 
 from __future__ import annotations
@@ -40,15 +52,13 @@ import logging
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.control.computed_torque import rotation_floating_forces
 from freeflyer_control.control.effort import ControlEffort
-from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import local_wrench_to_world
-from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
-from freeflyer_control.physics.gjm import frame_jacobian
 from freeflyer_control.physics.linalg import solve_spd_upper
 from freeflyer_control.physics.modes import Mode, base_partition
-from freeflyer_control.physics.state import State
+from freeflyer_control.physics.state import State, world_to_local_base_map
 
 _PLANAR_ROWS = np.array([0, 1, 5])
 log = logging.getLogger(__name__)
@@ -112,86 +122,139 @@ class ImpedanceController:
         self.kp = np.broadcast_to(w**2, (self.rows.size,))
         self.kd = np.broadcast_to(2.0 * z * w, (self.rows.size,))
         self._zero_a = np.zeros(ff.model.nv)
+        self._planar = ff.base == "planar"
+        self._work = np.zeros((ff.model.nv + self.rows.size, ff.model.nv + 1))  # see _indices
+        self._null_mix = np.array([1.0, gains.null_damping])
+        # Returned in efforts that have no wheel torque or base wrench: read-only, shared.
+        self._no_wheel_torque, self._no_wrench = np.zeros(ff.wheel_v_indices.size), np.zeros(ff.nb)
+        self._no_wheel_torque.setflags(write=False)
+        self._no_wrench.setflags(write=False)
         self._index_cache: dict[Mode, tuple] = {}
         self.warnings: list[str] = []  # one per mode, the first time Lambda* is singular there
 
     def _indices(self, mode: Mode) -> tuple:
-        """Per mode (cached): actuated and eliminated coordinates and the flat indices that
-        cut M's blocks with one ``take`` each (fancy np.ix_ indexing costs ~30 us a tick)."""
+        """Per mode (cached): the partition, the law's coordinates and the flat indices that cut
+        the tick's blocks out of the work matrix W = [[M, b], [J, Jdot v]] with one ``take`` each
+        (fancy np.ix_ indexing costs ~30 us a tick). M is read from its upper triangle only
+        (Pinocchio's CRBA), so it is never mirrored.
+
+        Actuated a: the commanded base coordinates and the arm joints; eliminated e: the free
+        base coordinates and the idle wheels. Rotation-floating keeps the wheels actuated, in
+        computed torque's layout [commanded attitude, every joint], for its hybrid solve; the
+        law's own coordinates (``law``, positions in a) are then the arm joints."""
         cached = self._index_cache.get(mode)
         if cached is None:
             ff = self.ff
             part = base_partition(ff.base, mode)
-            act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
-            elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
-            nv = ff.model.nv
+            nv, nc, m = ff.model.nv, part.commanded.size, self.rows.size
+            if mode is Mode.ROTATION_FLOATING:
+                act = np.concatenate([part.commanded, np.arange(ff.nb, nv)]).astype(int)
+                elim = np.asarray(part.free, dtype=int)
+                law = nc + ff.arm_v_indices - ff.nb
+                wheels = nc + ff.wheel_v_indices - ff.nb
+            else:
+                act = np.concatenate([part.commanded, ff.arm_v_indices]).astype(int)
+                elim = np.concatenate([part.free, ff.wheel_v_indices]).astype(int)
+                law, wheels = np.arange(act.size), None
+            stride = nv + 1
 
-            def block(r, c):
-                return (r[:, None] * nv + c[None, :]).ravel()
+            def block(rows, cols):  # rows >= nv are J's, column nv is the bias
+                r, c = np.meshgrid(rows, cols, indexing="ij")
+                upper = (r < nv) & (c < nv)
+                lo, hi = np.minimum(r, c), np.maximum(r, c)
+                return np.where(upper, lo * stride + hi, r * stride + c).ravel()
 
-            cached = (part, act, elim, block(act, act), block(elim, elim), block(elim, act))
+            task_rows = np.concatenate([act, nv + np.arange(m)])
+            with_bias = np.append(act, nv)
+            cached = (part, act, elim, law, wheels,
+                      block(task_rows, with_bias),  # [[M_aa, b_a], [J_a, c]]
+                      block(task_rows, elim),  # [[M_ae], [J_e]]
+                      block(elim, with_bias),  # [M_ea, b_e]
+                      block(elim, elim))  # M_ee
             self._index_cache[mode] = cached
         return cached
 
-    def effort(self, state: State, mode: Mode | str, target: TaskTarget) -> ControlEffort:
-        """Joint torques and base wrench (world) realising the impedance at ``state``."""
-        ff, model, data = self.ff, self.ff.model, self.data
-        mode = Mode.parse(mode)
-        if mode is Mode.ROTATION_FLOATING:
-            raise ModeError("the impedance controller does not handle rotation-floating mode "
-                            "(wheel-held attitude); use floating, rotation-flying, "
-                            "translation-flying or flying")
-        part, act, elim, i_aa, i_ee, i_ea = self._indices(mode)
-        na, ne = act.size, elim.size
-        q, v = state.q, state.v
-        M = mass_matrix(ff, data, q)
-        b = nonlinear_effects(ff, data, q, v)
-        J = frame_jacobian(ff, data, q, self.frame).take(self.rows, axis=0)  # LOCAL_WORLD_ALIGNED
-        pin.forwardKinematics(model, data, q, v, self._zero_a)
-        Jdot_v = pin.getFrameClassicalAcceleration(
-            model, data, self.fid, pin.LOCAL_WORLD_ALIGNED).vector.take(self.rows)
-        H, C, Jstar, c = M.take(i_aa).reshape(na, na), b.take(act), J.take(act, axis=1), Jdot_v
-        if ne:
-            M_ea = M.take(i_ea).reshape(ne, na)
-            rhs = np.empty((ne, na + 1))
-            rhs[:, :na], rhs[:, na] = M_ea, b.take(elim)
-            K = solve_spd_upper(M.take(i_ee).reshape(ne, ne), rhs)  # M_ee^-1 [M_ea, b_e]
-            H = H - M_ea.T.dot(K[:, :na])
-            C = C - M_ea.T.dot(K[:, na])
-            J_e = J.take(elim, axis=1)
-            Jstar = Jstar - J_e.dot(K[:, :na])
-            c = c - J_e.dot(K[:, na])
-        H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
-        A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
+    def effort(self, state: State, mode: Mode | str, target: TaskTarget,
+               base_acceleration: np.ndarray | None = None) -> ControlEffort:
+        """Joint torques, wheel torques and base wrench (world) realising the impedance at ``state``.
 
-        oMf = data.oMf[self.fid]
-        err = np.concatenate([target.position - oMf.translation,
-                              pin.log3(target.orientation.dot(oMf.rotation.T))])
+        ``base_acceleration``: rotation-floating only, the attitude acceleration the wheels are to
+        hold, rad/s^2, world axes, ordered like the mode's commanded base coordinates (spatial
+        (wx, wy, wz), planar (wz)): what :func:`~freeflyer_control.control.base_control.base_accelerations`
+        gives for the base reference; None holds the attitude rate (zero acceleration).
+        """
+        ff, model, data, W = self.ff, self.ff.model, self.data, self._work
+        mode = mode if isinstance(mode, Mode) else Mode.parse(mode)
+        part, act, elim, law, wheels, i_b, i_e, i_r, i_ee = self._indices(mode)
+        na, ne, nv = act.size, elim.size, model.nv
+        q, v = state.q, state.v
+        W[:nv, :nv] = pin.crba(model, data, q)  # upper triangle read
+        W[:nv, nv] = pin.nonLinearEffects(model, data, q, v)
+        J = pin.computeFrameJacobian(model, data, q, self.fid, pin.LOCAL_WORLD_ALIGNED)
+        pin.forwardKinematics(model, data, q, v, self._zero_a)
+        Jdot_v = pin.getFrameClassicalAcceleration(model, data, self.fid, pin.LOCAL_WORLD_ALIGNED).vector
+        if self._planar:
+            J, Jdot_v = J.take(self.rows, axis=0), Jdot_v.take(self.rows)
+        W[nv:, :nv], W[nv:, nv] = J, Jdot_v
+        # One Schur complement for the dynamics and the task: with K = M_ee^-1 [M_ea, b_e],
+        # [[H*, C*], [J*, c]] = [[M_aa, b_a], [J_a, Jdot v]] - [[M_ae], [J_e]] K.
+        S = W.take(i_b).reshape(na + self.rows.size, na + 1)
+        if ne:
+            K = solve_spd_upper(W.take(i_ee).reshape(ne, ne), W.take(i_r).reshape(ne, na + 1))
+            S -= W.take(i_e).reshape(S.shape[0], ne).dot(K)
+        H, C, Jstar, c = S[:na, :na], S[:na, na], S[na:, :na], S[na:, na]
+        nc = part.commanded.size
+        if wheels is None:
+            acc, push = self._law(mode, target, H, Jstar, c, v.take(act), J.dot(v))
+            tau = H.dot(acc) + C
+            if push is not None:
+                tau = tau + push
+            wrench = self._no_wrench
+            if nc:
+                base_local = np.zeros(ff.nb)
+                base_local[part.commanded] = tau[:nc]
+                wrench = local_wrench_to_world(ff, q, base_local)
+            return ControlEffort(tau[nc:], self._no_wheel_torque, wrench)
+        # Rotation-floating: the attitude is held at u (local base axes), the arm alone serves the task.
+        u = np.zeros(nc)
+        if base_acceleration is not None:
+            u = world_to_local_base_map(ff, q)[part.commanded_slice, part.commanded_slice].dot(base_acceleration)
+        H_law, J_law = H.take(law, axis=0).take(law, axis=1), Jstar.take(law, axis=1)
+        acc, push = self._law(mode, target, H_law, J_law, c + Jstar[:, :nc].dot(u), v.take(act).take(law), J.dot(v))
+        forces = rotation_floating_forces(ff, H, C, nc, u, acc, law, wheels)
+        arm = forces[law] if push is None else forces[law] + push
+        return ControlEffort(arm, forces[wheels], self._no_wrench)  # no external wrench
+
+    def _law(self, mode, target, H, Jstar, c, a_act, x_dot):
+        """The impedance law on the coordinates a of H a'' + (bias) = tau, x'' = J* a'' + c, at
+        task velocity ``x_dot`` (world; linear, angular): returns a'' and the force
+        feed-forward J*^T (n force) to add to tau, or None without a force axis."""
+        oMf = self.data.oMf[self.fid]
+        err = np.empty(6)
+        err[:3] = target.position - oMf.translation
+        err[3:] = pin.log3(target.orientation.dot(oMf.rotation.T))
         push = None
         if target.force_axis is not None:
             n = np.asarray(target.force_axis, dtype=float)
             err[:3] -= n * n.dot(err[:3])
-            push = np.concatenate([n * float(target.force), np.zeros(3)]).take(self.rows)
-        err = err.take(self.rows)
-        a_act = v.take(act)
-        x_cmd = (np.asarray(target.acceleration).take(self.rows)
-                 + self.kd * (np.asarray(target.twist).take(self.rows) - J.dot(v)) + self.kp * err)
+            push = np.concatenate([n * float(target.force), np.zeros(3)])
+        acceleration, twist = target.acceleration, target.twist
+        if self._planar:
+            err, acceleration, twist = err.take(self.rows), np.take(acceleration, self.rows), np.take(twist, self.rows)
+            push = push.take(self.rows) if push is not None else None
+        H_inv_Jt = solve_spd_upper(H, Jstar.T.copy())
+        A = Jstar.dot(H_inv_Jt)  # Lambda*^-1
         rhs = np.empty((A.shape[0], 2))
-        rhs[:, 0], rhs[:, 1] = x_cmd - c, Jstar.dot(a_act)
+        rhs[:, 0] = acceleration + self.kd * (twist - x_dot) + self.kp * err - c
+        rhs[:, 1] = Jstar.dot(a_act)
         try:
             y = solve_spd_upper(A, rhs)  # Lambda* [x_cmd - c, J* a']
         except np.linalg.LinAlgError:  # a singularity of the mode: least squares instead
             y = np.linalg.pinv(A, rcond=1e-10, hermitian=True).dot(rhs)
             self._warn_singular(mode)
-        acc = H_inv_Jt.dot(y[:, 0]) - self.gains.null_damping * (a_act - H_inv_Jt.dot(y[:, 1]))
-        tau = H.dot(acc) + C
-        if push is not None:
-            tau = tau + Jstar.T.dot(push)
-        nc = part.commanded.size
-        base_local = np.zeros(ff.nb)
-        base_local[part.commanded] = tau[:nc]
-        return ControlEffort(tau[nc:], np.zeros(ff.wheel_v_indices.size),
-                             local_wrench_to_world(ff, q, base_local))
+        # a'' = H^-1 J*^T (y_0 + d0 y_1) - d0 a': the task part and the damped null-space part
+        acc = H_inv_Jt.dot(y.dot(self._null_mix)) - self.gains.null_damping * a_act
+        return acc, (Jstar.T.dot(push) if push is not None else None)
 
     def _warn_singular(self, mode: Mode) -> None:
         """Warn once per mode that Lambda* had to be replaced by a least-squares solve."""

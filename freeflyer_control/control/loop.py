@@ -17,9 +17,9 @@ Controllers:
   of the measured contact force error when one is given to :meth:`ControlLoop.tick`. While no
   task reference is active (external references) the arm holds its joint reference by computed
   torque. Joint-space maneuvers are refused (they give no end-effector target; following their
-  joint angles is what computed_torque does), and so is rotation-floating mode (wheel-held
-  attitude is hybrid dynamics, which the impedance law does not solve): at the mode request,
-  like a mode the robot lacks actuators for.
+  joint angles is what computed_torque does). In rotation-floating mode the wheels hold the
+  base attitude at the maneuver's base reference (the base pose loop, as under computed torque)
+  and the arm alone drives the end-effector.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.base_control import BaseGains
+from freeflyer_control.control.base_control import BaseGains, base_accelerations
 from freeflyer_control.control.computed_torque import ComputedTorque, JointGains
 from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
 from freeflyer_control.control.impedance import ImpedanceController, ImpedanceGains, TaskTarget
@@ -39,8 +39,7 @@ from freeflyer_control.control.references import JointReference, TaskReference
 from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGains, ResolvedRateResult
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
-from freeflyer_control.physics.modes import Mode
-from freeflyer_control.errors import ModeError
+from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, joint_positions, rotation_from_xyzw, with_joint_positions
 
 CONTROLLERS = ("computed_torque", "resolved_rate", "impedance")
@@ -51,8 +50,6 @@ CONTROLLERS = ("computed_torque", "resolved_rate", "impedance")
 # part of the push, which this integral gives back. 2/s settles that in ~1.5 s, slower than the
 # contact oscillation (7-22 rad/s, physics.contact) so the two loops do not fight.
 FORCE_INTEGRAL_GAIN = 2.0
-_NO_ROTATION_FLOATING = ("the impedance controller does not fly rotation-floating (wheel-held attitude is "
-                         "hybrid dynamics); modes it flies: floating, rotation-flying, translation-flying, flying")
 
 
 @dataclass(frozen=True)
@@ -123,17 +120,20 @@ class ControlLoop:
         self.state_seen: State | None = None
         self.controller = None
         self.switcher.law_refuses = self.law_refuses
+        self._arm_rel = model.arm_v_indices - model.nb  # arm joints among the joints
+        self._zero_task_acceleration = np.zeros(6)  # the maneuvers give no task acceleration
+        self._zero_task_acceleration.setflags(write=False)
+        self._target_attitude = (b"", None)  # (quaternion bytes, its rotation matrix)
         self.set_controller(controller)
 
     def law_refuses(self, mode: Mode) -> str | None:
-        """Why the current control law cannot fly ``mode``, or None."""
-        if self.controller == "impedance" and mode is Mode.ROTATION_FLOATING:
-            return f"{_NO_ROTATION_FLOATING}; stay in this mode or switch controllers first"
+        """Why the current control law cannot fly ``mode``, or None (every law flies every mode
+        the robot has the actuators for; the switcher checks those)."""
         return None
 
     def set_controller(self, controller: str) -> None:
         """Switch to one of :data:`CONTROLLERS` (at run time too); refused, with the reason, where
-        the law cannot run (ValueError; ModeError for impedance in rotation-floating)."""
+        the law cannot run (ValueError)."""
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller '{controller}'; controllers: {list(CONTROLLERS)}")
         if controller == "resolved_rate" and not self.maneuver.task_space:
@@ -168,8 +168,6 @@ class ControlLoop:
         if len(ees) != 1:
             raise ValueError(f"the impedance controller drives one end-effector; robot '{self.model.name}' "
                              f"has {len(ees)} ({', '.join(ees)}): choose one with --ee")
-        if self.switcher.mode is Mode.ROTATION_FLOATING:
-            raise ModeError(f"{_NO_ROTATION_FLOATING}; start in (or switch to) another mode first")
         if self.impedance is None:
             self.impedance = ImpedanceController(self.model, ees[0], self.impedance_gains)
 
@@ -244,7 +242,10 @@ class ControlLoop:
         task = tasks[0]
         data = self.impedance.data
         if task.orientation_xyzw is not None:
-            R = rotation_from_xyzw(task.orientation_xyzw)
+            key = np.asarray(task.orientation_xyzw, dtype=float).tobytes()  # most targets keep their attitude
+            if key != self._target_attitude[0]:
+                self._target_attitude = (key, rotation_from_xyzw(task.orientation_xyzw))
+            R = self._target_attitude[1]
         else:  # position only: the attitude error is zero, its damping stays
             pin.framesForwardKinematics(self.model.model, data, state.q)
             R = data.oMf[self.impedance.fid].rotation.copy()
@@ -259,20 +260,25 @@ class ControlLoop:
             push = task.force + self.force_integral
         else:
             self.force_integral = 0.0
-        target = TaskTarget(task.position, R, np.concatenate([task.linear_velocity, task.angular_velocity]),
-                            force_axis=task.force_axis, force=push)
-        effort = self.impedance.effort(state, mode, target)
-        q_now = joint_positions(self.model, state.q)[self.model.arm_v_indices - self.model.nb]
+        twist = np.empty(6)
+        twist[:3], twist[3:] = task.linear_velocity, task.angular_velocity
+        target = TaskTarget(task.position, R, twist, self._zero_task_acceleration, task.force_axis, push)
+        base_ref = self.maneuver.base_reference(t)
+        effort = self.impedance.effort(state, mode, target, self._held_attitude(state, mode, base_ref))
+        q_now = joint_positions(self.model, state.q)[self._arm_rel]
         self.q_integrated = q_now.copy()  # a later switch to another law starts here
-        jref = JointReference(q_now, np.zeros_like(q_now), np.zeros_like(q_now))
+        jref = JointReference(q_now, np.zeros(q_now.size), np.zeros(q_now.size))
         s = self.switcher.blend(t)
         if s < 1.0:
             previous = self.switcher.previous
-            if previous is Mode.ROTATION_FLOATING:  # left under another law: blend from its hold
-                before = self.ct.effort(state, previous, jref, self.maneuver.base_reference(t))
-            else:
-                before = self.impedance.effort(state, previous, target)
+            before = self.impedance.effort(state, previous, target, self._held_attitude(state, previous, base_ref))
             effort = before.blend(effort, s)
         actuation = self.mapper.actuation(state.q, effort)
         return actuation, TickInfo(mode, s, effort, jref, tasks, None, self.mapper.last_residual)
 
+    def _held_attitude(self, state, mode, base_ref):
+        """Rotation-floating: the attitude acceleration (world axes) the wheels hold under the
+        impedance law, the base pose loop's towards ``base_ref``; None in other modes."""
+        if mode is not Mode.ROTATION_FLOATING:
+            return None
+        return base_accelerations(self.model, state, base_ref, self.base_gains, base_partition(self.model.base, mode))

@@ -135,17 +135,22 @@ class EEPoint(Maneuver):
     def __post_init__(self) -> None:
         self.name, self.task_space, self.duration = "ee-point", True, self.move_time + 5.0
 
-    def task_references(self, t: float) -> list[TaskReference]:
-        s, ds, _ = min_jerk(t / self.move_time)
-        refs = []
+    def start(self, ff: FreeFlyerModel, state: State) -> None:
+        super().start(ff, state)
+        # Per end-effector, what does not change over the move (the tick asks every period):
+        # (frame, start position, offset, m, world; start attitude xyzw).
+        self._moves = []
         for i, (ee, pose) in enumerate(self.ee0.items()):
             # Back toward the base and sideways: inside the workspace of a stretched arm.
-            direction = np.array([-1.0, 1.0 if i % 2 == 0 else -1.0, 0.0 if self.ff.base == "planar" else 0.5])
+            direction = np.array([-1.0, 1.0 if i % 2 == 0 else -1.0, 0.0 if ff.base == "planar" else 0.5])
             offset = self.distance * direction / np.linalg.norm(direction)
-            refs.append(TaskReference(
-                ee, pose.translation + s * offset, pin.Quaternion(pose.rotation).coeffs().copy(),
-                offset * ds / self.move_time, np.zeros(3)))
-        return refs
+            self._moves.append((ee, pose.translation.copy(), offset, pin.Quaternion(pose.rotation).coeffs().copy()))
+
+    def task_references(self, t: float) -> list[TaskReference]:
+        s, ds, _ = min_jerk(t / self.move_time)
+        rate = ds / self.move_time
+        return [TaskReference(ee, p0 + s * offset, xyzw.copy(), offset * rate, np.zeros(3))
+                for ee, p0, offset, xyzw in self._moves]
 
 
 @dataclass
