@@ -15,8 +15,7 @@ Publishes at ``rate``:
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
 Parameters ``mode`` and ``controller`` (computed_torque, resolved_rate, impedance) can be set at
-run time; an impossible mode is refused with the reason (impedance: rotation-floating too, and
-switching to impedance while in it). The control laws' one-time warnings (resolved rate's "task
+run time; an impossible mode is refused with the reason. The control laws' one-time warnings (resolved rate's "task
 rows > joints", the impedance law's singular Lambda*) are logged once and listed on
 /diagnostics (``controller_warnings``, ``controller_warning_<n>``). ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
 them the commands are zero, status ``implausible``). A step of the node's clock (status
