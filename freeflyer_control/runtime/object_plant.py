@@ -120,17 +120,19 @@ class ObjectPlant:
         """The object now; grasp wrenches under ``actuation`` (the command being held)."""
         if self.object_plant is not None:
             pose, twist = _object_pose_twist(self.free, self.object_plant.state)
-            return ObjectReading(pose, twist, {})
+            return ObjectReading(pose, twist, {}, {})
         plant: ClosedChainPlant = self.plant
         s = plant.state
         tau = generalized_forces(plant.ff, s.q, actuation, s.v)
         rows = plant.grasp_wrenches(tau)
-        wrenches = {}
+        wrenches, rotations = {}, {}
+        pin.framesForwardKinematics(plant.ff.model, plant.data, s.q)
         for g, w in zip(self.held_obj.grasps, rows):
             if w.size == 3:  # planar (fx, fy, mz)
                 w = np.array([w[0], w[1], 0.0, 0.0, 0.0, w[2]])
             wrenches[g.end_effector] = w
-        return ObjectReading(plant.object_pose(), plant.object_twist(), wrenches)
+            rotations[g.end_effector] = plant.data.oMf[plant.ff.frame_id(g.end_effector)].rotation.copy()
+        return ObjectReading(plant.object_pose(), plant.object_twist(), wrenches, rotations)
 
     def diagnostics(self) -> dict[str, float | str]:
         """Capture state, the last refusal, when the grasp closed (s) and the loop error (m)."""
