@@ -34,11 +34,13 @@ class ObjectReading:
     """The object at one instant: its frame (CoM) pose in world, its twist [v; w] (world axes at
     the CoM; m/s, rad/s), and the wrench each grasping end-effector applies to it ([f; m], N and
     N m, world axes about the end-effector origin; planar robots fill fx, fy, mz). ``wrenches`` is
-    empty while the object floats free."""
+    empty while the object floats free; ``ee_rotations`` are the end-effector frames' rotations
+    in world (a wrench in its end-effector frame is R^T f, R^T m)."""
 
     pose: pin.SE3
     twist: np.ndarray
     wrenches: dict[str, np.ndarray]
+    ee_rotations: dict[str, np.ndarray]
 
 
 def held_initial_state(ff: FreeFlyerModel, obj: ObjectConfig, base_position_world, base_yaw: float = 0.0) -> State:
