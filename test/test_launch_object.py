@@ -151,3 +151,10 @@ def test_capture_is_refused_while_no_end_effector_is_near(probe):
 
     values = probe.wait_for(capture_diagnostics, 30.0, "no capture state on /diagnostics")
     assert values["capture_refusal"].startswith("capture refused: end-effector 'left_ee_link'")
+
+
+@pytest.mark.launch(fixture=object_graph)
+def test_capture_of_an_object_already_held_is_refused(probe):
+    answer = probe.call("/plant_node/capture", timeout=30.0)
+    assert (answer.success, answer.message) == (
+        False, "capture refused: 'planar_box' is already held; reset the plant to let it float free again")

@@ -122,6 +122,8 @@ class PlantNode(Node):
                                  lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
         self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        # Without an object too: the answer then says how to start the plant with one.
+        self.create_service(Trigger, "~/capture", self._on_capture)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
@@ -130,7 +132,6 @@ class PlantNode(Node):
             self.pub_marker = self.create_publisher(Marker, "object/marker", 10)
             self.pub_grasp = {g.end_effector: self.create_publisher(WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
                               for g in self.obj.grasps}
-            self.create_service(Trigger, "~/capture", self._on_capture)
             self.create_timer(1.0 / p["object_rate"], self._publish_object)
         self._publish()
         self.get_logger().info(f"simulating {self.ff.name} ({self.ff.base} base) at {p['rate']:g} Hz")
