@@ -128,7 +128,7 @@ class ControllerServer:
         if obj is not None:
             refusal = _holding_refuses(Mode.parse(mode), base_actuation)
             if refusal:
-                raise ValueError(refusal)
+                raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
             self.objects = ObjectControl(ff, obj, mode, internal_force)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
@@ -406,6 +406,6 @@ def _holding_refuses(mode: Mode, base_actuation: str) -> str | None:
     """Why the cooperative law cannot fly ``mode`` (one line), or None."""
     refusal = ObjectControl.refuses_mode(mode)
     if refusal is None and mode is Mode.FLYING and base_actuation != "ideal":
-        refusal = ("mode 'flying' refused: holding an object the controller commands an ideal base wrench; "
-                   "set base_actuation ideal")
+        refusal = ("holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal "
+                   "base wrench)")
     return refusal

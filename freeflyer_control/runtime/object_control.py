@@ -36,8 +36,7 @@ class ObjectControl:
     def refuses_mode(mode: Mode) -> str | None:
         if mode in COOPERATIVE_MODES:
             return None
-        return (f"mode '{mode.value}' refused: holding an object the controller flies "
-                f"{[m.value for m in COOPERATIVE_MODES]} only")
+        return f"holding an object, the controller flies {[m.value for m in COOPERATIVE_MODES]} only"
 
     def set_mode(self, mode: Mode) -> None:
         if mode is not self.law.mode:
