@@ -134,6 +134,13 @@ def test_internal_force_is_settable_within_its_range(probe):
 
 
 @pytest.mark.launch(fixture=object_graph)
+def test_holding_an_object_a_mode_the_cooperative_law_cannot_fly_is_refused(probe):
+    result = probe.set_remote_parameter("/controller_node", "mode", "rotation-floating")
+    assert not result.successful
+    assert result.reason == "holding an object, the controller flies ['floating', 'flying'] only"
+
+
+@pytest.mark.launch(fixture=object_graph)
 def test_capture_is_refused_while_no_end_effector_is_near(probe):
     answer = probe.call("/capture/plant_node/capture", timeout=30.0)
     assert not answer.success
