@@ -4,6 +4,8 @@
     ros2 launch freeflyer_control sim.launch.py robot:=spatial_6link rviz:=true
     ros2 launch freeflyer_control sim.launch.py mode:=flying controller:=resolved_rate rate:=250.0
     ros2 launch freeflyer_control sim.launch.py robot:=/path/arm.urdf base:=planar end_effectors:=tool0
+    ros2 launch freeflyer_control sim.launch.py robot:=dual_arm_planar object:=planar_box
+    ros2 launch freeflyer_control sim.launch.py robot:=dual_arm_planar object:=planar_box object_free:=true
 
 ``robot`` is a bundled robot name (planar_4link, spatial_6link, dual_arm_planar, spatial_7dof) or
 the path of a robot config ``.yaml`` or a ``.urdf``. A bundled robot runs with its ROS parameter
@@ -83,6 +85,25 @@ def control_arguments():
             'rate', default_value='',
             description='control rate, Hz, and (sim) the plant rate (empty: parameter file, '
                         'else 500)'),
+    ]
+
+
+def object_arguments():
+    """A held (or, object_free, a free-floating) object: passed to plant_node and controller_node."""
+    return [
+        DeclareLaunchArgument(
+            'object', default_value='',
+            description='object the robot holds: bundled name (planar_box, spatial_box) or object '
+                        '.yaml (empty: none); the controller then flies the cooperative law '
+                        '(/object_target)'),
+        DeclareLaunchArgument(
+            'object_free', default_value='false', choices=['true', 'false'],
+            description='the object floats free and tumbles near the robot until '
+                        '`ros2 service call /plant_node/capture std_srvs/srv/Trigger` closes the grasp; '
+                        'the controller then runs its usual law'),
+        DeclareLaunchArgument(
+            'internal_force', default_value='',
+            description='squeeze setpoint on the held object, N (empty: the node default, 5)'),
     ]
 
 
@@ -194,6 +215,8 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
         if not rate > 0:
             raise RuntimeError(f'launch argument rate:={rate} must be > 0 Hz')
     common = dict(robot_params, use_sim_time=use_sim_time)
+    obj = _arg(context, 'object')
+    object_free = _arg(context, 'object_free', 'false').lower() in TRUE
 
     actions = [
         Node(package='robot_state_publisher', executable='robot_state_publisher',
@@ -203,6 +226,8 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
     ]
     if plant:
         plant_params = dict(common, **({'rate': rate} if rate else {}))
+        if obj:
+            plant_params.update(object=obj, object_free=object_free)
         actions.append(Node(
             package=PACKAGE, executable='plant_node', name='plant_node', output='screen',
             parameters=_node_parameters(files, 'plant_node', plant_params)))
@@ -212,6 +237,14 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             value = _arg(context, name)
             if value:
                 controller_params[name] = value
+        if obj and not object_free:
+            controller_params['object'] = obj
+        internal_force = _arg(context, 'internal_force')
+        if internal_force:
+            try:
+                controller_params['internal_force'] = float(internal_force)
+            except ValueError:
+                raise RuntimeError(f"launch argument internal_force:='{internal_force}' is not a number (N)") from None
         controller_params.update(controller_overrides or {})
         actions += [
             Node(package=PACKAGE, executable='gjm_node', name='gjm_node', output='screen',
@@ -230,7 +263,7 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
 
 def generate_launch_description():
     return LaunchDescription(
-        robot_arguments() + control_arguments() + [
+        robot_arguments() + control_arguments() + object_arguments() + [
             rviz_argument('false'),
             # The simulated plant is the clock: no use_sim_time here (see freeflyer_actions).
             OpaqueFunction(function=freeflyer_actions, kwargs={'use_sim_time': False}),

@@ -7,6 +7,7 @@ Subscribes:
   /ee_twist_command/<frame>    geometry_msgs/TwistStamped   end-effector velocity command (world)
   /joint_trajectory            trajectory_msgs/JointTrajectory  arm joint trajectory
   /estop                       std_msgs/Bool                True latches a stop
+  /object_target               geometry_msgs/PoseStamped    held object's target pose (world), with ``object``
 Publishes at ``rate``:
   /joint_effort_commands       std_msgs/Float64MultiArray   arm torques, arm joint order
   /reaction_wheels/command     std_msgs/Float64MultiArray   wheel torques
@@ -19,7 +20,11 @@ run time; an impossible mode is refused with the reason. The control laws' one-t
 rows > joints", the impedance law's singular Lambda*) are logged once and listed on
 /diagnostics (``controller_warnings``, ``controller_warning_<n>``). ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
 them the commands are zero, status ``implausible``). A step of the node's clock (status
-``clock_step``) and a failing control law (status ``fault``) are logged once each, with the reason. Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
+``clock_step``) and a failing control law (status ``fault``) are logged once each, with the reason. With parameter ``object`` (bundled name or .yaml; empty: none) the robot holds that object and
+the cooperative law (runtime.object_control) replaces ``controller``: it moves the object to
+/object_target (held where it is until one arrives) and squeezes it to ``internal_force`` (N,
+settable at run time); modes floating and flying (flying with base_actuation ideal).
+Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
 
@@ -53,6 +58,7 @@ from freeflyer_control.nodes.common import (
     spin_node,
     vector_msg,
 )
+from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
 from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerServer
@@ -72,6 +78,10 @@ PARAMS = ROBOT_PARAMS + (
     Param("max_base_rate", DEFAULT_MAX_BASE_RATE, "base odometry turning faster than this is implausible: "
           "refused, commands zero, rad/s", range=(0.01, 1000.0), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+    Param("object", "", "the object the robot holds: bundled name or object .yaml (empty: none); the "
+          "cooperative law then replaces controller", read_only=True),
+    Param("internal_force", 5.0, "squeeze setpoint on the held object, N (settable at run time)",
+          range=(-100.0, 100.0)),
 )
 
 
@@ -83,7 +93,9 @@ class ControllerNode(Node):
         self.server = ControllerServer(self.ff, rate=p["rate"], controller=p["controller"], mode=p["mode"],
                                        watchdog_timeout=p["watchdog_timeout"] or None,
                                        base_actuation=p["base_actuation"], max_base_speed=p["max_base_speed"],
-                                       max_base_rate=p["max_base_rate"])
+                                       max_base_rate=p["max_base_rate"],
+                                       obj=load_object(p["object"]) if p["object"] else None,
+                                       internal_force=p["internal_force"])
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
         self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
@@ -99,6 +111,8 @@ class ControllerNode(Node):
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
         # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
         self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        if p["object"]:
+            self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",
                                      lambda m, f=frame: self._on_target(f, m), COMMAND_QOS)
@@ -114,7 +128,8 @@ class ControllerNode(Node):
         self.markers_every = max(1, round(p["rate"] / 10.0))   # ticks between target markers
         self.next_markers_tick = 0
         self.pub_mode.publish(String(data=self.server.mode.value))
-        self.get_logger().info(f"controlling {self.ff.name}: {p['controller']}, mode {p['mode']}, "
+        law = f"cooperative law holding '{p['object']}'" if p["object"] else p["controller"]
+        self.get_logger().info(f"controlling {self.ff.name}: {law}, mode {p['mode']}, "
                                f"{p['rate']:g} Hz")
 
     # --- inputs -------------------------------------------------------------------------------
@@ -141,6 +156,14 @@ class ControllerNode(Node):
             self.server.set_ee_target(frame, finite_array([p.x, p.y, p.z], "target position", 3), orientation)
         except (MessageError, ValueError) as exc:
             self._refuse(f"ee_target/{frame}", exc)
+
+    def _on_object_target(self, msg: PoseStamped) -> None:
+        try:
+            self._require_world(msg.header.frame_id)
+            p, o = msg.pose.position, msg.pose.orientation
+            self.server.set_object_target([p.x, p.y, p.z], [o.x, o.y, o.z, o.w])
+        except (MessageError, ValueError) as exc:
+            self._refuse("object_target", exc)
 
     def _on_twist(self, frame: str, msg: TwistStamped) -> None:
         try:
@@ -194,6 +217,8 @@ class ControllerNode(Node):
                 if reason:
                     self.get_logger().warning(f"mode '{prm.value}' refused: {reason}")
                     return param_result(reason)
+            elif prm.name == "internal_force":  # rclpy has checked the range
+                self.server.set_internal_force(float(prm.value))
             elif prm.name == "controller":
                 try:
                     self.server.set_controller(prm.value)

@@ -8,6 +8,16 @@ Subscribes (commands, held until replaced, zeroed after ``command_timeout``):
 Publishes: /joint_states, /base/odom (pose and twist in world), TF world -> base_link,
 /diagnostics. Service ~/reset (std_srvs/Trigger) puts the plant back to its initial state.
 
+With parameter ``object`` (bundled name or object .yaml; empty: none) the plant simulates it
+(runtime.object_plant): held by the robot in closed chains (the arms start at the pose that holds
+it), or with ``object_free`` floating free and tumbling near the first grasping end-effector until
+the service ~/capture (std_srvs/Trigger) closes the grasp (answer: success, or the refusal with
+its reason). At ``object_rate`` it publishes /object/odom (nav_msgs/Odometry, the object frame at
+its CoM, world), /grasp_wrench/<end_effector> (geometry_msgs/WrenchStamped, the wrench the
+end-effector applies to the object, in the end-effector frame, about its origin; while held),
+TF world -> <object name>, and /object/marker (visualization_msgs/Marker, a box of the object's
+size). /diagnostics adds the capture state (held, free, captured) and the last refusal.
+
 If the integration diverges (see freeflyer_control.physics.plant), the node logs the reason once,
 stops publishing the state (the controller's watchdog then stops the robot) and reports
 "diverged" with the reason on /diagnostics (level ERROR) until ~/reset.
@@ -17,6 +27,9 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pinocchio as pin
+
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
@@ -25,6 +38,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from tf2_ros import TransformBroadcaster
+from visualization_msgs.msg import Marker
 
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
@@ -39,8 +53,10 @@ from freeflyer_control.nodes.common import (
     spin_node,
     state_messages,
 )
+from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.ros.conversions import MessageError
+from freeflyer_control.ros.conversions import BaseReading, MessageError, StateFields
+from freeflyer_control.runtime.object_plant import held_initial_state
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
 
 PARAMS = ROBOT_PARAMS + (
@@ -59,6 +75,11 @@ PARAMS = ROBOT_PARAMS + (
           range=(0.0, 1.0), read_only=True),
     Param("seed", 0, "noise seed", range=(0, 2**31 - 1), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+    Param("object", "", "object to simulate: bundled name or object .yaml (empty: none)", read_only=True),
+    Param("object_free", False, "the object floats free (to be captured with ~/capture) instead of "
+          "being held", read_only=True),
+    Param("object_rate", 50.0, "object odometry, grasp wrench, TF and marker rate, Hz", range=(1.0, 500.0),
+          read_only=True),
 )
 
 
@@ -69,13 +90,20 @@ class PlantNode(Node):
         self.ff = robot_from_parameters(p)
         q0 = p["initial_joint_positions"]
         q0 = None if list(q0) == [0.0] else list(q0)
-        state = make_state(self.ff, base_position=p["initial_base_position"],
-                           joint_positions=q0,
-                           **({"base_yaw": p["initial_base_yaw"]} if self.ff.base == "planar" else {}))
+        self.obj = load_object(p["object"]) if p["object"] else None
+        if self.obj is not None and not p["object_free"]:  # the arms start where they hold it
+            state = held_initial_state(self.ff, self.obj, p["initial_base_position"], p["initial_base_yaw"])
+        else:
+            if self.obj is not None and q0 is None:
+                q0 = self.ff.ready_pose  # the free object starts near where the ready arms would hold it
+            state = make_state(self.ff, base_position=p["initial_base_position"],
+                               joint_positions=q0,
+                               **({"base_yaw": p["initial_base_yaw"]} if self.ff.base == "planar" else {}))
         noise = SensorNoise(p["noise_joint_position"], p["noise_joint_velocity"], p["noise_base_position"],
                             p["noise_base_attitude"], p["noise_base_velocity"], p["noise_base_velocity"])
         self.server = PlantServer(self.ff, state, rate=p["rate"], command_timeout=p["command_timeout"],
-                                  noise=noise, latency=p["latency"], seed=p["seed"])
+                                  noise=noise, latency=p["latency"], seed=p["seed"], obj=self.obj,
+                                  object_free=p["object_free"])
         self.period = 1.0 / p["rate"]
         self.errors = 0
         self.overruns = 0
@@ -94,9 +122,17 @@ class PlantNode(Node):
                                  lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
         self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        # Without an object too: the answer then says how to start the plant with one.
+        self.create_service(Trigger, "~/capture", self._on_capture)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
+        if self.obj is not None:
+            self.pub_object = self.create_publisher(Odometry, "object/odom", STATE_PUB_QOS)
+            self.pub_marker = self.create_publisher(Marker, "object/marker", 10)
+            self.pub_grasp = {g.end_effector: self.create_publisher(WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
+                              for g in self.obj.grasps}
+            self.create_timer(1.0 / p["object_rate"], self._publish_object)
         self._publish()
         self.get_logger().info(f"simulating {self.ff.name} ({self.ff.base} base) at {p['rate']:g} Hz")
 
@@ -135,6 +171,40 @@ class PlantNode(Node):
         self.pub_js.publish(js)
         self.pub_odom.publish(odom)
         self.tf.sendTransform(tf)
+
+    def _publish_object(self) -> None:
+        reading = self.server.object_reading(now_s(self))
+        if reading is None:
+            return
+        stamp = self.get_clock().now().to_msg()
+        pose = reading.pose
+        quat = pin.Quaternion(pose.rotation).coeffs()  # x, y, z, w
+        base = BaseReading(pose.translation, quat, reading.twist[:3], reading.twist[3:])
+        _, odom, tf = state_messages(self, StateFields((), np.zeros(0), np.zeros(0), base), self.obj.name)
+        self.pub_object.publish(odom)
+        self.tf.sendTransform(tf)
+        for ee, w in reading.wrenches.items():
+            R = reading.ee_rotations[ee]
+            msg = WrenchStamped()
+            msg.header.stamp, msg.header.frame_id = stamp, ee
+            f, m = R.T @ w[:3], R.T @ w[3:]
+            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = f.tolist()
+            msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = m.tolist()
+            self.pub_grasp[ee].publish(msg)
+        marker = Marker()
+        marker.header.stamp, marker.header.frame_id = stamp, self.obj.name
+        marker.ns, marker.id, marker.type, marker.action = "object", 0, Marker.CUBE, Marker.ADD
+        marker.pose.orientation.w = 1.0
+        marker.scale.x, marker.scale.y, marker.scale.z = (float(v) for v in self.obj.size)
+        marker.color.r, marker.color.g, marker.color.b, marker.color.a = 0.9, 0.6, 0.1, 0.8
+        self.pub_marker.publish(marker)
+
+    def _on_capture(self, request, response):
+        response.success, response.message = self.server.request_capture()
+        log = self.get_logger().info if response.success else self.get_logger().warning
+        log(response.message)
+        self._diagnose()
+        return response
 
     def _diagnose(self) -> None:
         d = self.server.diagnostics()

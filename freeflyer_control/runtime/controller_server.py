@@ -32,6 +32,7 @@ from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.actuators import Actuation, mode_support, saturate
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, joint_positions
@@ -47,6 +48,7 @@ from freeflyer_control.runtime.plausibility import (
     DEFAULT_MAX_BASE_SPEED,
     PlausibilityBounds,
 )
+from freeflyer_control.runtime.object_control import ObjectControl
 from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
 # After a clock step, inputs must have been fresh this long before commands resume: a message
@@ -102,12 +104,16 @@ class ControllerServer:
     maneuver: a scripted maneuver to run instead of the external references (topics); after an
         e-stop reset (or a clock step) the controller then holds the pose it is in.
     max_base_speed, max_base_rate: m/s and rad/s; base odometry beyond them is implausible.
+    obj: the object the robot holds: the cooperative law (runtime.object_control, floating or
+        flying mode, flying with base_actuation ideal) replaces ``controller``, moving the object
+        to :meth:`set_object_target` and squeezing it to ``internal_force`` (N).
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
                  mode: Mode | str = Mode.FLOATING, watchdog_timeout: float | None = None,
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
-                 max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE):
+                 max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
+                 obj: ObjectConfig | None = None, internal_force: float = 0.0):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -117,6 +123,13 @@ class ControllerServer:
         self.references.task_space = bool(ff.end_effectors)
         self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
                                 base_actuation=base_actuation)
+        self.base_actuation = base_actuation
+        self.objects: ObjectControl | None = None
+        if obj is not None:
+            refusal = _holding_refuses(Mode.parse(mode), base_actuation)
+            if refusal:
+                raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
+            self.objects = ObjectControl(ff, obj, mode, internal_force)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.clock = ClockGuard()
@@ -247,7 +260,20 @@ class ControllerServer:
             mode = Mode.parse(name)
         except ValueError as exc:
             return str(exc)
-        return mode_support(self.ff, mode) or self.loop.law_refuses(mode)
+        return mode_support(self.ff, mode) or self._object_refuses(mode) or self.loop.law_refuses(mode)
+
+    def _object_refuses(self, mode: Mode) -> str | None:
+        return None if self.objects is None else _holding_refuses(mode, self.base_actuation)
+
+    def set_object_target(self, position, orientation_xyzw) -> None:
+        """The held object's target pose (world, m and x-y-z-w quaternion); MessageError if unusable."""
+        if self.objects is None:
+            raise ValueError("no object held: start the controller with parameter object:=NAME|PATH")
+        self.objects.set_target(position, orientation_xyzw)
+
+    def set_internal_force(self, newtons: float) -> None:
+        if self.objects is not None:
+            self.objects.set_internal_force(newtons)
 
     def request_mode(self, name: str, now: float, cause: str) -> ModeSwitch:
         return self.loop.request_mode(name, self._reference_time(now), cause)
@@ -324,13 +350,27 @@ class ControllerServer:
             return self._zero("implausible", implausible, now)
         if not self.started:
             self.loop.start(self.state)
+            if self.objects is not None:
+                self.objects.start(self.state)
             self.started = True
+        if self.objects is not None:
+            return self._object_tick(now)
         actuation, info = self.loop.tick(tc, self.state, self.period)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
         if not all(np.all(np.isfinite(part)) for part in parts):
             return self._fault("control law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", info)
+
+    def _object_tick(self, now: float) -> ControllerOutput:
+        self.objects.set_mode(self.loop.mode)
+        tick = self.objects.tick(self.state)
+        if tick.status == "implausible":
+            return self._zero("implausible", "object state or target implausible (non-finite or out of bounds)", now)
+        if tick.status != "ok":
+            return self._fault("cooperative law gave no finite command", now)
+        self._last_status = "ok"
+        return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
 
     def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
         """After a clock step: why commands stay zero (until both inputs have been fresh for
@@ -360,3 +400,12 @@ class ControllerServer:
             self.stats.trips.append((now, reason))
         self._last_status = status
         return ControllerOutput(self._zero_actuation, status, reason)
+
+
+def _holding_refuses(mode: Mode, base_actuation: str) -> str | None:
+    """Why the cooperative law cannot fly ``mode`` (one line), or None."""
+    refusal = ObjectControl.refuses_mode(mode)
+    if refusal is None and mode is Mode.FLYING and base_actuation != "ideal":
+        refusal = ("holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal "
+                   "base wrench)")
+    return refusal

@@ -11,6 +11,10 @@ nothing more, :meth:`measurement` returns None (publish nothing: a frozen state 
 would look live to a controller, whose watchdog instead stops the robot on the silence), and
 ``reason`` says why. :meth:`reset` brings it back. No command, time or rate a caller passes
 makes :meth:`step` raise.
+
+Object. Given an object config the server simulates it too (runtime.object_plant): held in
+closed chains, or floating free until :meth:`request_capture` closes the grasp.
+:meth:`object_reading` gives its pose, twist and grasp wrenches (None unless status is ok).
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from freeflyer_control.control.capture import CaptureTolerances
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.momentum import centroidal_momentum
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import State
 from freeflyer_control.ros.conversions import BaseReading, StateFields, fields_from_state, finite_array
+from freeflyer_control.runtime.object_plant import ObjectPlant, ObjectReading
 
 
 @dataclass(frozen=True)
@@ -64,13 +71,18 @@ class PlantServer:
     noise: measurement noise.
     latency: s; measurements are this old (rounded to whole steps).
     seed: noise seed.
+    obj: the object the robot holds (``state`` must hold it: runtime.object_plant.held_initial_state)
+        or, with ``object_free``, the object floating free near the first grasping end-effector.
+    capture_tolerances: when a requested capture may close.
 
     Raises:
         ValueError: a non-finite or non-positive rate or timeout, a negative or too long latency.
     """
 
     def __init__(self, ff: FreeFlyerModel, state: State, *, rate: float, command_timeout: float = 0.1,
-                 noise: SensorNoise = SensorNoise(), latency: float = 0.0, seed: int = 0):
+                 noise: SensorNoise = SensorNoise(), latency: float = 0.0, seed: int = 0,
+                 obj: ObjectConfig | None = None, object_free: bool = False,
+                 capture_tolerances: CaptureTolerances = CaptureTolerances()):
         if not (np.isfinite(rate) and rate > 0):
             raise ValueError(f"rate must be a finite number of Hz > 0, got {rate}")
         if not (np.isfinite(command_timeout) and command_timeout > 0):
@@ -82,7 +94,10 @@ class PlantServer:
                              f"at most {MAX_DELAY_STEPS}: lower the latency or the rate")
         self.ff = ff
         self.initial = state.copy()
-        self.plant = Plant(ff, state, 1.0 / rate)
+        self._object_args = (obj, object_free, capture_tolerances)
+        self._plant = Plant(ff, state, 1.0 / rate) if obj is None else None
+        self.objects: ObjectPlant | None = None if obj is None else ObjectPlant(
+            ff, obj, state, 1.0 / rate, free=object_free, tolerances=capture_tolerances)
         self.command_timeout = command_timeout
         self.noise = noise
         self.rng = np.random.default_rng(seed)
@@ -94,6 +109,11 @@ class PlantServer:
                      "thrusters": (np.zeros(n_t), -np.inf), "wrench": (np.zeros(ff.nb), -np.inf)}
         self.status = "ok"
         self.reason = ""
+
+    @property
+    def plant(self) -> Plant:
+        """The robot's plant (with the object: the closed-chain plant once it is held)."""
+        return self._plant if self.objects is None else self.objects.plant
 
     # --- commands ---------------------------------------------------------------------------
     def set_arm_torques(self, values, now: float) -> None:
@@ -130,7 +150,11 @@ class PlantServer:
         if self.status != "ok":
             return None
         try:
-            self.plant.step(self.actuation(now))
+            act = self.actuation(now)
+            if self.objects is None:
+                self.plant.step(act)
+            else:
+                self.objects.step(act)
         except PlantDiverged as exc:
             self.status, self.reason = "diverged", exc.reason
             return exc.reason
@@ -138,8 +162,13 @@ class PlantServer:
         return None
 
     def reset(self, state: State | None = None) -> None:
-        self.plant.state = (state or self.initial).copy()
-        self.plant.t = 0.0
+        if self.objects is None:
+            self.plant.state = (state or self.initial).copy()
+            self.plant.t = 0.0
+        else:  # a captured object floats free again; a held one is back in the hands
+            obj, free, tol = self._object_args
+            self.objects = ObjectPlant(self.ff, obj, (state or self.initial).copy(), self.plant.dt,
+                                       free=free, tolerances=tol)
         self.status, self.reason = "ok", ""
         self.history.clear()
         self.history.append(self.plant.state.copy())
@@ -175,12 +204,29 @@ class PlantServer:
         )
         return StateFields(fields.joint_names, jp, jv, base)
 
+    def object_reading(self, now: float) -> ObjectReading | None:
+        """The object (pose, twist, grasp wrenches under the commands held at ``now``, s); None
+        without an object or unless status is ok."""
+        if self.objects is None or self.status != "ok":
+            return None
+        return self.objects.reading(self.actuation(now))
+
+    def request_capture(self) -> tuple[bool, str]:
+        """(success, one-line answer) of the capture service (see runtime.object_plant)."""
+        if self.objects is None:
+            return False, "capture refused: the plant simulates no object; start it with parameter object:=NAME|PATH"
+        if self.status != "ok":
+            return False, f"capture refused: the plant is {self.status} ({self.reason}); call ~/reset first"
+        return self.objects.request_capture()
+
     def diagnostics(self) -> dict[str, float | str]:
-        """Simulated time (s), momentum norms of the (held) state, status and its reason."""
-        h = centroidal_momentum(self.ff, self.plant.data, self.plant.state)
-        return {"t": self.plant.t, "linear_momentum": float(np.linalg.norm(h[:3])),
-                "angular_momentum": float(np.linalg.norm(h[3:])), "status": self.status,
-                "reason": self.reason}
+        """Simulated time (s), momentum norms of the (held) state (robot and held object; a free
+        object not included), status and its reason, and the object's capture state."""
+        h = centroidal_momentum(self.plant.ff, self.plant.data, self.plant.state)
+        out = {"t": self.plant.t, "linear_momentum": float(np.linalg.norm(h[:3])),
+               "angular_momentum": float(np.linalg.norm(h[3:])), "status": self.status,
+               "reason": self.reason}
+        return out if self.objects is None else {**out, **self.objects.diagnostics()}
 
 
 def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,148 @@
+"""The plant server's object: held in closed chains, or floating free until a capture closes a grasp.
+
+Held (``free=False``): the robot starts at the pose that holds the object (model.objects.check_object)
+and the closed-chain plant (physics.closed_chain.ClosedChainPlant) integrates robot and object
+with the loops held. Free (``free=True``): the object starts a few centimetres from the first
+grasping end-effector's grasp and tumbles on its own plant (sim.capture.START, the offset and
+twist of the batch capture run); a capture request (sim.capture.request_capture) either refuses
+with the reason or closes the grasp as a plastic impact (physics.capture.capture_impact) and the
+robot holding it is integrated by the closed-chain plant from then on.
+
+States: ``held`` (the loops of the object config), ``free`` (before a capture), ``captured``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from freeflyer_control.control.capture import CaptureTolerances
+from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, free_object_model
+from freeflyer_control.physics.actuators import Actuation, generalized_forces
+from freeflyer_control.physics.capture import capture_impact
+from freeflyer_control.physics.closed_chain import ClosedChainPlant
+from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
+from freeflyer_control.sim.capture import START, _object_pose_twist, request_capture
+
+
+@dataclass(frozen=True)
+class ObjectReading:
+    """The object at one instant: its frame (CoM) pose in world, its twist [v; w] (world axes at
+    the CoM; m/s, rad/s), and the wrench each grasping end-effector applies to it ([f; m], N and
+    N m, world axes about the end-effector origin; planar robots fill fx, fy, mz). ``wrenches`` is
+    empty while the object floats free; ``ee_rotations`` are the end-effector frames' rotations
+    in world (a wrench in its end-effector frame is R^T f, R^T m)."""
+
+    pose: pin.SE3
+    twist: np.ndarray
+    wrenches: dict[str, np.ndarray]
+    ee_rotations: dict[str, np.ndarray]
+
+
+def held_initial_state(ff: FreeFlyerModel, obj: ObjectConfig, base_position_world, base_yaw: float = 0.0) -> State:
+    """The robot's state holding ``obj`` (arm angles from check_object, which refuses an object
+    no arm reaches with the fix), base at ``base_position_world`` (m, world) and, planar robots,
+    heading ``base_yaw`` (rad)."""
+    angles = check_object(ff, obj)
+    extra = {"base_yaw": base_yaw} if ff.base == "planar" else {}
+    return make_state(ff, base_position=base_position_world, joint_positions=angles, **extra)
+
+
+def free_object_start(ff: FreeFlyerModel, obj: ObjectConfig, robot_state: State) -> tuple[FreeFlyerModel, State]:
+    """The free object's model and state: where the robot at ``robot_state`` would hold it
+    (obj.pose_in_base), offset and tumbling as sim.capture.START says."""
+    shift, rpy, twist = START[ff.base]
+    X = pin.SE3(base_rotation(ff, robot_state.q), base_position(ff, robot_state.q)) * obj.pose_in_base
+    R = pin.rpy.rpyToMatrix(*rpy) @ X.rotation
+    p = X.translation + shift
+    free = free_object_model(obj)
+    kw = dict(base_linear_velocity=twist[:3], base_angular_velocity=twist[3:])
+    if ff.base == "planar":
+        kw.update(base_position=[p[0], p[1], 0.0], base_yaw=float(np.arctan2(R[1, 0], R[0, 0])))
+    else:
+        kw.update(base_position=p, base_orientation_xyzw=pin.Quaternion(R).coeffs())
+    return free, make_state(free, **kw)
+
+
+class ObjectPlant:
+    """The robot's plant with the object (see the module docstring); ``plant`` is the robot's
+    plant (the closed-chain plant once the object is held or captured)."""
+
+    def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, state: State, dt: float, *, free: bool = False,
+                 tolerances: CaptureTolerances = CaptureTolerances()):
+        self.ff, self.obj, self.dt, self.tolerances = ff, obj, dt, tolerances
+        self.capture_ee = obj.grasps[0].end_effector
+        ff.frame_id(self.capture_ee)  # refuses an end-effector the robot lacks, naming its links
+        if free:
+            self.plant: Plant = Plant(ff, state, dt)
+            self.free, free_state = free_object_start(ff, obj, state)
+            self.object_plant: Plant | None = Plant(self.free, free_state, dt)
+            self.held_obj = obj
+            self.capture_state = "free"
+        else:
+            self.plant = ClosedChainPlant(attach_object(ff, obj), obj, state, dt)
+            self.free, self.object_plant, self.held_obj = None, None, obj
+            self.capture_state = "held"
+        self.last_refusal = ""
+        self.capture_time: float | None = None
+        self.impulse: np.ndarray | None = None
+
+    def step(self, actuation: Actuation) -> None:
+        """One period: the robot under ``actuation``, and the free object on its own. Raises
+        PlantDiverged like Plant.step."""
+        self.plant.step(actuation)
+        if self.object_plant is not None:
+            self.object_plant.step()
+
+    def request_capture(self) -> tuple[bool, str]:
+        """(success, message): the refusal line of sim.capture.request_capture, or the grasp
+        closed (plastic impact, momentum conserved) and the impulse on the object."""
+        if self.capture_state != "free":
+            return False, (f"capture refused: '{self.obj.name}' is already {self.capture_state}; "
+                           "reset the plant to let it float free again")
+        refusal = request_capture(self.ff, self.obj, self.capture_ee, self.plant.state, self.free,
+                                  self.object_plant.state, self.tolerances)
+        if refusal is not None:
+            self.last_refusal = refusal
+            return False, refusal
+        pose, twist = _object_pose_twist(self.free, self.object_plant.state)
+        impact = capture_impact(self.ff, self.obj, self.capture_ee, self.plant.state, pose, twist)
+        t = self.plant.t
+        self.plant = ClosedChainPlant(impact.held, impact.obj, impact.state, self.dt, t)
+        self.held_obj, self.object_plant = impact.obj, None
+        self.capture_state, self.capture_time, self.impulse, self.last_refusal = "captured", t, impact.impulse, ""
+        return True, (f"captured '{self.obj.name}' with '{self.capture_ee}' at t = {t:.3f} s; impulse on the object "
+                      f"{np.array2string(impact.impulse, precision=4)}")
+
+    def reading(self, actuation: Actuation) -> ObjectReading:
+        """The object now; grasp wrenches under ``actuation`` (the command being held)."""
+        if self.object_plant is not None:
+            pose, twist = _object_pose_twist(self.free, self.object_plant.state)
+            return ObjectReading(pose, twist, {}, {})
+        plant: ClosedChainPlant = self.plant
+        s = plant.state
+        tau = generalized_forces(plant.ff, s.q, actuation, s.v)
+        rows = plant.grasp_wrenches(tau)
+        wrenches, rotations = {}, {}
+        pin.framesForwardKinematics(plant.ff.model, plant.data, s.q)
+        for g, w in zip(self.held_obj.grasps, rows):
+            if w.size == 3:  # planar (fx, fy, mz)
+                w = np.array([w[0], w[1], 0.0, 0.0, 0.0, w[2]])
+            wrenches[g.end_effector] = w
+            rotations[g.end_effector] = plant.data.oMf[plant.ff.frame_id(g.end_effector)].rotation.copy()
+        return ObjectReading(plant.object_pose(), plant.object_twist(), wrenches, rotations)
+
+    def diagnostics(self) -> dict[str, float | str]:
+        """Capture state, the last refusal, when the grasp closed (s) and the loop error (m)."""
+        out: dict[str, float | str] = {"object": self.obj.name, "capture_state": self.capture_state}
+        if self.last_refusal:
+            out["capture_refusal"] = self.last_refusal
+        if self.capture_time is not None:
+            out["capture_time"] = f"{self.capture_time:.3f}"
+        if isinstance(self.plant, ClosedChainPlant):
+            out["max_grasp_constraint_error_m"] = f"{self.plant.max_constraint_error:.3g}"
+        return out

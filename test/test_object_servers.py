@@ -1,0 +1,180 @@
+"""The ROS-free logic of the plant and controller nodes with an object (issue 11's ROS part)."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from freeflyer_control.model import load_robot
+from freeflyer_control.model.objects import grasp_frame_name, load_object
+from freeflyer_control.physics.state import make_state
+from freeflyer_control.ros.conversions import MessageError
+from freeflyer_control.runtime.controller_server import ControllerServer
+from freeflyer_control.runtime.object_plant import ObjectPlant, held_initial_state
+from freeflyer_control.runtime.plant_server import PlantServer
+
+RATE = 200.0
+
+
+@pytest.fixture(scope="module")
+def planar():
+    return load_robot("dual_arm_planar"), load_object("planar_box")
+
+
+def held_server(ff, obj, **kw):
+    return PlantServer(ff, held_initial_state(ff, obj, [0.0, 0.0, 0.0]), rate=RATE, obj=obj, **kw)
+
+
+def free_server(ff, obj):
+    return PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=RATE, obj=obj, object_free=True)
+
+
+def test_held_object_is_measured_where_the_config_holds_it_with_a_wrench_per_end_effector(planar):
+    ff, obj = planar
+    server = held_server(ff, obj)
+    for k in range(10):
+        server.step(k / RATE)
+    reading = server.object_reading(10 / RATE)
+    # At rest with no command the object stays put; 1e-9 m is far above the loop error (1e-12 m).
+    assert np.allclose(reading.pose.translation, obj.pose_in_base.translation, atol=1e-9)
+    assert sorted(reading.wrenches) == sorted(g.end_effector for g in obj.grasps)
+    assert server.measurement().joint_names == tuple(ff.joint_names)
+    d = server.diagnostics()
+    assert d["capture_state"] == "held" and float(d["max_grasp_constraint_error_m"]) < 1e-9
+
+
+def test_squeezing_torques_load_the_grasps_with_opposite_forces(planar):
+    ff, obj = planar
+    server = held_server(ff, obj)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    out = run_closed_loop(server, controller, 5)
+    assert out.status == "ok"
+    w = server.object_reading(5 / RATE).wrenches
+    left, right = w["left_ee_link"], w["right_ee_link"]
+    # Net force on an object at rest is ~0, so the two grasp forces cancel; the squeeze makes
+    # them non-zero (5 N setpoint, at least 1 N each along the grasp line).
+    assert np.linalg.norm(left[:3] + right[:3]) < 0.1 * np.linalg.norm(left[:3])
+    assert np.linalg.norm(left[:3]) > 1.0
+
+
+def test_plant_without_object_refuses_a_capture_with_the_fix(planar):
+    ff, _ = planar
+    server = PlantServer(ff, make_state(ff), rate=RATE)
+    assert server.object_reading(0.0) is None
+    assert server.request_capture() == (
+        False, "capture refused: the plant simulates no object; start it with parameter object:=NAME|PATH")
+
+
+def test_capture_is_refused_while_no_end_effector_is_near(planar):
+    ff, obj = planar
+    server = free_server(ff, obj)
+    ok, message = server.request_capture()
+    assert not ok
+    assert message.startswith("capture refused: end-effector 'left_ee_link' is 0.0")
+    assert message.endswith("m from the grasp frame of 'planar_box' (tolerance 0.005 m); approach first")
+    assert server.diagnostics()["capture_state"] == "free"
+    assert server.object_reading(0.0).wrenches == {}
+
+
+def place_object_on_grasp(objects: ObjectPlant, linear_velocity) -> None:
+    """Put the free object where the capturing end-effector holds its grasp frame, moving."""
+    ff, obj = objects.ff, objects.obj
+    data = ff.create_data()
+    pin.framesForwardKinematics(ff.model, data, objects.plant.state.q)
+    ee = data.oMf[ff.frame_id(objects.capture_ee)]
+    grasp = next(g for g in obj.grasps if g.end_effector == objects.capture_ee)
+    X = ee * grasp.placement.inverse()
+    yaw = float(np.arctan2(X.rotation[1, 0], X.rotation[0, 0]))
+    objects.object_plant.state = make_state(objects.free, base_position=X.translation, base_yaw=yaw,
+                                            base_linear_velocity=linear_velocity)
+    fdata = objects.free.create_data()
+    pin.framesForwardKinematics(objects.free.model, fdata, objects.object_plant.state.q)
+    assert np.allclose(fdata.oMf[objects.free.frame_id(grasp_frame_name(obj, objects.capture_ee))].translation,
+                       ee.translation, atol=1e-12)
+
+
+def test_capture_at_the_grasp_closes_and_conserves_momentum(planar):
+    ff, obj = planar
+    server = free_server(ff, obj)
+    v = np.array([0.01, 0.0, 0.0])  # under the 0.02 m/s speed tolerance
+    place_object_on_grasp(server.objects, v)
+    ok, message = server.request_capture()
+    assert ok, message
+    assert message.startswith("captured 'planar_box' with 'left_ee_link' at t = 0.000 s")
+    d = server.diagnostics()
+    # The robot was at rest: all the momentum was the object's, m v; the impact keeps it
+    # (a least-squares solve of an SPD system: 1e-9 relative).
+    assert d["capture_state"] == "captured"
+    assert d["linear_momentum"] == pytest.approx(obj.mass * 0.01, rel=1e-9)
+    assert sorted(server.object_reading(0.0).wrenches) == ["left_ee_link"]
+    assert server.request_capture()[1] == ("capture refused: 'planar_box' is already captured; "
+                                           "reset the plant to let it float free again")
+    server.reset()
+    assert server.diagnostics()["capture_state"] == "free"
+
+
+def run_closed_loop(server: PlantServer, controller: ControllerServer, steps: int, target=None):
+    out = None
+    for k in range(steps):
+        t = k / RATE
+        m = server.measurement()
+        controller.on_joint_state(m.joint_names, m.joint_positions, m.joint_velocities, t)
+        controller.on_base_odometry(m.base, t)
+        out = controller.tick(t)
+        if target is not None and k == 1:
+            controller.set_object_target(*target)
+        server.set_arm_torques(out.actuation.arm_torques, t)
+        server.step(t)
+    return out
+
+
+@pytest.mark.parametrize("robot, name, step", [("dual_arm_planar", "planar_box", [0.03, 0.02, 0.0]),
+                                                 ("spatial_dual_arm", "spatial_box", [0.03, 0.02, 0.01])])
+def test_cooperative_controller_server_moves_the_object_to_its_target(robot, name, step):
+    ff, obj = load_robot(robot), load_object(name)
+    server = held_server(ff, obj)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    start = server.object_reading(0.0).pose.translation.copy()
+    goal = start + step
+    run_closed_loop(server, controller, int(2.0 * RATE), target=(goal, [0.0, 0.0, 0.0, 1.0]))
+    end = server.object_reading(2.0).pose.translation
+    # Position gain 2/s: after 2 s about e^-4 (2 %) of the step is left; 20 % allows the
+    # velocity loop's lag.
+    assert np.linalg.norm(end - goal) < 0.2 * np.linalg.norm(start - goal)
+    assert server.diagnostics()["status"] == "ok"
+
+
+def test_cooperative_controller_server_commands_zero_until_inputs_arrive(planar):
+    ff, obj = planar
+    controller = ControllerServer(ff, rate=RATE, obj=obj)
+    out = controller.tick(0.0)
+    assert out.status == "waiting"
+    assert not out.actuation.arm_torques.any()
+
+
+def test_object_target_out_of_bounds_zeroes_the_commands(planar):
+    ff, obj = planar
+    server = held_server(ff, obj)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    out = run_closed_loop(server, controller, 4, target=([5e3, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]))
+    assert out.status == "implausible"
+    assert out.reason == "object state or target implausible (non-finite or out of bounds)"
+    assert not out.actuation.arm_torques.any()
+
+
+def test_object_target_with_a_non_unit_quaternion_is_refused(planar):
+    ff, obj = planar
+    controller = ControllerServer(ff, rate=RATE, obj=obj)
+    with pytest.raises(MessageError, match=r"^object target orientation quaternion has norm 2; send a unit quaternion$"):
+        controller.set_object_target([0.8, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0])
+
+
+def test_holding_an_object_refuses_modes_the_cooperative_law_cannot_fly(planar):
+    ff, obj = planar
+    controller = ControllerServer(ff, rate=RATE, obj=obj)
+    assert controller.validate_mode("rotation-floating") == (
+        "holding an object, the controller flies ['floating', 'flying'] only")
+    assert controller.validate_mode("flying") == (
+        "holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal base wrench)")
+    assert ControllerServer(ff, rate=RATE, obj=obj, base_actuation="ideal").validate_mode("flying") is None
+    with pytest.raises(ValueError, match=r"^mode 'rotation-floating' refused: holding an object, the controller flies "):
+        ControllerServer(ff, rate=RATE, obj=obj, mode="rotation-floating")
