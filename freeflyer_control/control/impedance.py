@@ -216,11 +216,13 @@ class ImpedanceController:
                 wrench = local_wrench_to_world(ff, q, base_local)
             return ControlEffort(tau[nc:], self._no_wheel_torque, wrench)
         # Rotation-floating: the attitude is held at u (local base axes), the arm alone serves the task.
-        u = np.zeros(nc)
-        if base_acceleration is not None:
+        if base_acceleration is None:  # the attitude rate held: nothing to add to the task bias
+            u, c_law = np.zeros(nc), c
+        else:
             u = world_to_local_base_map(ff, q)[part.commanded_slice, part.commanded_slice].dot(base_acceleration)
+            c_law = c + Jstar[:, :nc].dot(u)
         H_law, J_law = H.take(law, axis=0).take(law, axis=1), Jstar.take(law, axis=1)
-        acc, push = self._law(mode, target, H_law, J_law, c + Jstar[:, :nc].dot(u), v.take(act).take(law), J.dot(v))
+        acc, push = self._law(mode, target, H_law, J_law, c_law, v.take(act).take(law), J.dot(v))
         forces = rotation_floating_forces(ff, H, C, nc, u, acc, law, wheels)
         arm = forces[law] if push is None else forces[law] + push
         return ControlEffort(arm, forces[wheels], self._no_wrench)  # no external wrench
