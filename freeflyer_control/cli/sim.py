@@ -18,17 +18,14 @@ from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
 from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.cli.outdir import prepare_output_folder
 from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
-from freeflyer_control.cli.stopping import interrupt_on_sigint, report_stopped
+from freeflyer_control.cli.stopping import diverged_status, run_stoppable
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
-from freeflyer_control.sim.progress import ProgressBar
 from freeflyer_control.sim.metrics import NOT_AVAILABLE
-from freeflyer_control.sim.output import TIMESERIES_CSV
 from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
-from freeflyer_control.sim.stream import TimeseriesStream
 
 # Shown at the end of a run: the figures a reader checks first.
 HEADLINE = (
@@ -219,15 +216,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
     plots = not args.no_plots and _plots_possible()
-    interrupt_on_sigint()
-    stream = TimeseriesStream(out / TIMESERIES_CSV)
-    progress = None if args.json else ProgressBar()
-    try:
-        result = _simulate(args, config, fast, stream, progress)
-    except BaseException as exc:
-        return report_stopped(stream, exc, out, progress, as_json=args.json)
-    finally:
-        stream.close()
+    result, stopped = run_stoppable(out, lambda stream, progress: _simulate(args, config, fast, stream, progress),
+                                    as_json=args.json)
+    if result is None:
+        return stopped
 
     from freeflyer_control.sim.output import write_outputs
 
@@ -237,10 +229,7 @@ def run(args: argparse.Namespace) -> int:
         from freeflyer_control.sim.plots import write_plots
 
         written += write_plots(result, out)
-    diverged = result.summary.get("plant_diverged")
-    if diverged:  # the outputs hold the run up to the divergence
-        print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status 3)", file=sys.stderr)
-    code = 3 if diverged else 0
+    code = diverged_status(result.summary)
     if args.json:
         print(json.dumps(result.summary, indent=2, default=float))
         return code

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from freeflyer_control.cli.options import Number, UsageError
+from freeflyer_control.sim.output import json_safe
 
 INTERNAL_FORCE = Number(-1e3, 1e3, unit="N")
 ALL_OBJECT_MANEUVERS = ("object-transport", "object-rotate", "capture")
@@ -75,18 +76,25 @@ def _capture_config(args: argparse.Namespace):
 
 def run_object(args: argparse.Namespace) -> int:
     from freeflyer_control.cli.outdir import prepare_output_folder
+    from freeflyer_control.cli.stopping import diverged_status, run_stoppable
     from freeflyer_control.sim.cooperative import run_object_simulation, write_object_outputs
     from freeflyer_control.sim.plots import matplotlib_missing
 
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
     if args.maneuver == "capture":
         return _run_capture(args, out)
-    result = run_object_simulation(_config(args))
-    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None)
+    config = _config(args)
+    result, stopped = run_stoppable(out, lambda stream, progress: run_object_simulation(
+        config, progress, stream=stream), as_json=args.json)
+    if result is None:
+        return stopped
+    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
+                                   timeseries=False)
     s = result.summary
+    code = diverged_status(s)
     if args.json:
-        print(json.dumps(s, indent=2))
-        return 0
+        print(json.dumps(json_safe(s), indent=2))
+        return code
     print(f"{s['robot']} holding {s['object']}: {s['maneuver']}, cooperative, mode {s['mode']}, "
           f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz")
     for key, label, unit in (("object_rms_tracking_error_m", "object RMS tracking error", "m"),
@@ -97,22 +105,29 @@ def run_object(args: argparse.Namespace) -> int:
                              ("base_attitude_change_rad", "base attitude change (max)", "rad")):
         print(f"  {label:<30} {s[key]:.3g} {unit}")
     print(f"wrote {len(written)} files to {Path(out).resolve()}/")
-    return 0
+    return code
 
 
 def _run_capture(args: argparse.Namespace, out) -> int:
     """A capture run; exit status 1 when the grasp never closed (the refusal is printed)."""
     import sys
 
+    from freeflyer_control.cli.stopping import diverged_status, run_stoppable
     from freeflyer_control.sim.capture import run_capture
     from freeflyer_control.sim.cooperative import write_object_outputs
     from freeflyer_control.sim.plots import matplotlib_missing
 
-    result = run_capture(_capture_config(args))
-    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None)
+    config = _capture_config(args)
+    result, stopped = run_stoppable(out, lambda stream, progress: run_capture(config, progress, stream=stream),
+                                    as_json=args.json)
+    if result is None:
+        return stopped
+    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
+                                   timeseries=False)
     s = result.summary
+    code = diverged_status(s)
     if args.json:
-        print(json.dumps(s, indent=2))
+        print(json.dumps(json_safe(s), indent=2))
     else:
         print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
         for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
@@ -123,7 +138,7 @@ def _run_capture(args: argparse.Namespace, out) -> int:
             value = s[key]
             print(f"  {label:<30} " + ("not reached" if value is None else f"{value:.4g} {unit}"))
         print(f"wrote {len(written)} files to {Path(out).resolve()}/")
-    if s["capture_refused"]:
+    if s["capture_refused"] and not code:
         print(f"freeflyer sim: {s['capture_refused']} (the grasp never closed; exit status 1)", file=sys.stderr)
         return 1
-    return 0
+    return code

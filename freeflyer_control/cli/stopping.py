@@ -19,6 +19,40 @@ from pathlib import Path
 from freeflyer_control.sim.output import SUMMARY_JSON, TIMESERIES_CSV, json_safe, write_summary_json
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_DIVERGED = 3
+
+
+def run_stoppable(out: Path, simulate, *, as_json: bool = False):
+    """Run ``simulate(stream, progress)`` with ``timeseries.csv`` streamed into ``out`` and a
+    progress bar (none with ``as_json``: stdout is the JSON and stderr stays quiet); Ctrl-C and
+    errors are handled by :func:`report_stopped`.
+
+    Returns ``(result, None)`` for a run that ended, ``(None, exit status)`` for one Ctrl-C stopped.
+    """
+    from freeflyer_control.sim.progress import ProgressBar
+    from freeflyer_control.sim.stream import TimeseriesStream
+
+    interrupt_on_sigint()
+    stream = TimeseriesStream(out / TIMESERIES_CSV)
+    progress = None if as_json else ProgressBar()
+    try:
+        return simulate(stream, progress), None
+    except BaseException as exc:
+        return None, report_stopped(stream, exc, out, progress, as_json=as_json)
+    finally:
+        stream.close()
+
+
+def diverged_status(summary: dict) -> int:
+    """0, or 3 after one line on stderr when the plant diverged (``summary["plant_diverged"]``,
+    the reason :class:`~freeflyer_control.physics.plant.PlantDiverged` gave); the outputs hold
+    the run up to the divergence."""
+    diverged = summary.get("plant_diverged")
+    if not diverged:
+        return 0
+    print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status {EXIT_DIVERGED})",
+          file=sys.stderr)
+    return EXIT_DIVERGED
 
 
 def interrupt_on_sigint() -> None:

@@ -10,6 +10,7 @@ closes as soon as the relative pose and speed are within the tolerances, as a pl
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,9 +29,10 @@ from freeflyer_control.physics.capture import capture_impact
 from freeflyer_control.physics.closed_chain import object_net_wrench
 from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.momentum import planar_components, world_momentum
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import State, base_rotation, base_twist_world, make_state
-from freeflyer_control.sim.cooperative import ObjectSimResult
+from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, report_progress
+from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 # Where the target starts, relative to where the robot would hold it (world, m and rad), and how
 # it tumbles ([v (m/s); w (rad/s)], world axes at its CoM): a slow drift and spin, as of a
@@ -114,7 +116,22 @@ def _object_momentum(obj, pose: pin.SE3, twist: np.ndarray, planar: bool) -> np.
     return h[[0, 1, 5]] if planar else h
 
 
-def run_capture(config: CaptureConfig) -> ObjectSimResult:
+def capture_columns(ff) -> dict[str, list[str]]:
+    """The series of a capture run and their column labels (timeseries.csv's header)."""
+    planar = ff.base == "planar"
+    return {"t": ["t"], "phase": ["captured"], "ee_grasp_distance": ["m"],
+            "momentum_world": ["Px", "Py", "Lz"] if planar else ["Px", "Py", "Pz", "Lx", "Ly", "Lz"],
+            "base_attitude_change": ["rad"], "arm_torques": list(ff.arm_joint_names),
+            "grasp_force": ["N"], "grasp_torque": ["N m"]}
+
+
+def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] | None = None,
+                *, stream: TimeseriesStream | None = None) -> ObjectSimResult:
+    """Fly the capture (see the module docstring); series and summary figures.
+
+    ``progress`` and ``stream`` as in sim.cooperative.run_object_simulation: a run stopped early
+    leaves ``stream.partial``; a plant that diverges ends the run (``summary["plant_diverged"]``).
+    """
     ff, obj, ee, robot_state, free, object_state = initial_states(config)
     planar = ff.base == "planar"
     dt = 1.0 / config.rate
@@ -129,83 +146,112 @@ def run_capture(config: CaptureConfig) -> ObjectSimResult:
     held_plant = rest = impact = None
     capture_t = rest_t = None
     refusal = None
-    rows: dict[str, list] = {}
+    log = SampleLog(capture_columns(ff), stream)
     peak_f = peak_m = 0.0
     h_before = h_after = None
     started = time.perf_counter()
-    for k in range(steps + 1):
-        t = k * dt
-        if held_plant is None:
-            rs, os_ = robot_plant.state, object_plant.state
-            for model, data, s in ((ff.model, rdata, rs), (free.model, odata, os_)):
-                pin.forwardKinematics(model, data, s.q, s.v)
-                pin.updateFramePlacements(model, data)
-            ee_pose, grasp = rdata.oMf[fe], odata.oMf[fg]
-            ee_twist = pin.getFrameVelocity(ff.model, rdata, fe, pin.LOCAL_WORLD_ALIGNED).vector
-            grasp_twist = pin.getFrameVelocity(free.model, odata, fg, pin.LOCAL_WORLD_ALIGNED).vector
-            rel = relative_motion(ee_pose, ee_twist, grasp, grasp_twist)
-            refusal = capture_refusal(ee, obj.name, rel, config.tolerances)
-            pose, twist = _object_pose_twist(free, os_)
-            h_now = world_momentum(ff, rdata, rs) + _object_momentum(obj, pose, twist, planar)
-            if refusal is None:
-                h_before = h_now
-                impact = capture_impact(ff, obj, ee, rs, pose, twist)
-                held_plant = Plant(impact.held, impact.state, dt, t)
-                hdata = impact.held.create_data()
-                h_after = world_momentum(impact.held, hdata, impact.state)
-                rest = RestController(impact.held, config.mode)
-                capture_t = t
-            elif t >= APPROACH_TIMEOUT_S:
+    last_progress = [started]
+    t_reached, diverged = 0.0, None
+
+    def result(t_reached: float) -> ObjectSimResult:
+        series = log.series()
+        return ObjectSimResult(series, log.columns, _summary(
+            config, ff, obj, series, t_reached, time.perf_counter() - started, capture_t, refusal, rest_t,
+            peak_f, peak_m, impact, h_before, h_after))
+
+    def partial(exc: BaseException) -> ObjectSimResult:
+        stopped = result(t_reached)
+        stopped.summary.update(stop_fields(exc, t_reached), duration_s=duration)  # planned, not reached
+        return stopped
+
+    with keeps_partial(stream, partial):
+        for k in range(steps + 1):
+            t = k * dt
+            if held_plant is None:
+                rs, os_ = robot_plant.state, object_plant.state
+                for model, data, s in ((ff.model, rdata, rs), (free.model, odata, os_)):
+                    pin.forwardKinematics(model, data, s.q, s.v)
+                    pin.updateFramePlacements(model, data)
+                ee_pose, grasp = rdata.oMf[fe], odata.oMf[fg]
+                ee_twist = pin.getFrameVelocity(ff.model, rdata, fe, pin.LOCAL_WORLD_ALIGNED).vector
+                grasp_twist = pin.getFrameVelocity(free.model, odata, fg, pin.LOCAL_WORLD_ALIGNED).vector
+                rel = relative_motion(ee_pose, ee_twist, grasp, grasp_twist)
+                refusal = capture_refusal(ee, obj.name, rel, config.tolerances)
+                pose, twist = _object_pose_twist(free, os_)
+                h_now = world_momentum(ff, rdata, rs) + _object_momentum(obj, pose, twist, planar)
+                if refusal is None:
+                    h_before = h_now
+                    impact = capture_impact(ff, obj, ee, rs, pose, twist)
+                    held_plant = Plant(impact.held, impact.state, dt, t)
+                    hdata = impact.held.create_data()
+                    h_after = world_momentum(impact.held, hdata, impact.state)
+                    rest = RestController(impact.held, config.mode)
+                    capture_t = t
+                elif t >= APPROACH_TIMEOUT_S:
+                    break
+            if held_plant is not None:
+                state = held_plant.state
+                act = rest.actuation(state)
+                if rest_t is None and np.abs(state.v[:ff.nb] if config.mode == "flying" else 0).max(initial=0) < REST_SPEED \
+                        and np.abs(state.v[impact.held.arm_v_indices]).max() < REST_SPEED:
+                    rest_t = t
+                h_now = world_momentum(impact.held, hdata, state)
+                dist = 0.0
+            else:
+                act = approach.actuation(robot_plant.state, ee_pose, grasp, grasp_twist)
+                dist = rel[0]
+            if k % every == 0 or k == steps:
+                sample = {"t": [t], "phase": [0.0 if held_plant is None else 1.0], "ee_grasp_distance": [dist],
+                          "momentum_world": h_now,
+                          "base_attitude_change": [np.linalg.norm(pin.log3(R0.T @ base_rotation(ff, (held_plant or robot_plant).state.q)))],
+                          "arm_torques": act.arm_torques,
+                          "grasp_force": [peak_f], "grasp_torque": [peak_m]}
+                log.record(sample)
+            if k == steps or (config.duration is None and rest_t is not None and t >= rest_t + SETTLE_S):
                 break
-        if held_plant is not None:
-            state = held_plant.state
-            act = rest.actuation(state)
-            if rest_t is None and np.abs(state.v[:ff.nb] if config.mode == "flying" else 0).max(initial=0) < REST_SPEED \
-                    and np.abs(state.v[impact.held.arm_v_indices]).max() < REST_SPEED:
-                rest_t = t
-            h_now = world_momentum(impact.held, hdata, state)
-            dist = 0.0
-        else:
-            act = approach.actuation(robot_plant.state, ee_pose, grasp, grasp_twist)
-            dist = rel[0]
-        if k % every == 0 or k == steps:
-            sample = {"t": [t], "phase": [0.0 if held_plant is None else 1.0], "ee_grasp_distance": [dist],
-                      "momentum_world": h_now,
-                      "base_attitude_change": [np.linalg.norm(pin.log3(R0.T @ base_rotation(ff, (held_plant or robot_plant).state.q)))],
-                      "arm_torques": act.arm_torques,
-                      "grasp_force": [peak_f], "grasp_torque": [peak_m]}
-            for key, value in sample.items():
-                rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
-        if k == steps or (config.duration is None and rest_t is not None and t >= rest_t + SETTLE_S):
-            break
-        if held_plant is not None:
-            before = held_plant.state.copy()
-            held_plant.step(act)
-            f, m = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
-            peak_f, peak_m = max(peak_f, f), max(peak_m, m)
-        else:
-            robot_plant.step(act)
-            object_plant.step()
-    elapsed = time.perf_counter() - started
-    series = {key: np.vstack(v) for key, v in rows.items()}
-    columns = {"t": ["t"], "phase": ["captured"], "ee_grasp_distance": ["m"],
-               "momentum_world": ["Px", "Py", "Lz"] if planar else ["Px", "Py", "Pz", "Lx", "Ly", "Lz"],
-               "base_attitude_change": ["rad"], "arm_torques": list(ff.arm_joint_names),
-               "grasp_force": ["N"], "grasp_torque": ["N m"]}
-    summary = {
+            try:
+                if held_plant is not None:
+                    before = held_plant.state.copy()
+                    held_plant.step(act)
+                    f, m = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
+                    peak_f, peak_m = max(peak_f, f), max(peak_m, m)
+                else:
+                    robot_plant.step(act)
+                    object_plant.step()
+            except PlantDiverged as exc:  # the run ends here; the summary says why
+                diverged = exc.reason
+                break
+            t_reached = t + dt
+            report_progress(progress, t, duration, last_progress)
+    if diverged is None:
+        t_reached = float(log.rows["t"][-1][0]) if log.rows["t"] else 0.0
+    if progress is not None:
+        progress(duration if diverged is None else t_reached, duration)
+    done = result(t_reached)
+    done.summary["plant_diverged"] = diverged
+    return done
+
+
+def _summary(config, ff, obj, series, t_reached, elapsed, capture_t, refusal, rest_t, peak_f, peak_m,
+             impact, h_before, h_after) -> dict:
+    """The figures of a capture run that reached ``t_reached`` simulated s in ``elapsed`` wall s
+    (``duration_s``: the time it ended, the system at rest, or its planned length)."""
+    sampled = len(series["t"]) > 0  # a run stopped before its first sample has no series figures
+    return {
         "robot": ff.name, "object": obj.name, "maneuver": "capture", "mode": config.mode, "controller": "capture",
-        "duration_s": float(series["t"][-1, 0]), "rate_hz": config.rate,
+        "duration_s": float(series["t"][-1, 0]) if sampled else config.duration or APPROACH_TIMEOUT_S + 10.0,
+        "rate_hz": config.rate,
         "capture_time_s": capture_t, "capture_refused": refusal if capture_t is None else None,
         "time_to_rest_s": None if rest_t is None or capture_t is None else rest_t - capture_t,
         "peak_grasp_force_N": peak_f if capture_t is not None else None,
         "peak_grasp_torque_Nm": peak_m if capture_t is not None else None,
         "capture_impulse": None if impact is None else impact.impulse.tolist(),
         "momentum_jump_at_capture": None if h_before is None else float(np.abs(h_after - h_before).max()),
-        "base_attitude_change_rad": float(series["base_attitude_change"].max()),
-        "peak_arm_torque_Nm": float(np.abs(series["arm_torques"]).max()),
-        "real_time_factor": float(series["t"][-1, 0]) / elapsed if elapsed > 0 else None,
+        "base_attitude_change_rad": float(series["base_attitude_change"].max()) if sampled else None,
+        "peak_arm_torque_Nm": float(np.abs(series["arm_torques"]).max()) if sampled else None,
+        "real_time_factor": t_reached / elapsed if elapsed > 0 else None,
+        "interrupted": False, "error": None, "t_reached_s": t_reached,
     }
-    return ObjectSimResult(series, columns, summary)
 
 
 def _grasp_wrench(impact, hdata, state: State, accel: np.ndarray, planar: bool) -> tuple[float, float]:

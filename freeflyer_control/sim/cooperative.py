@@ -8,8 +8,8 @@ figures cover the whole system, object included.
 
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,11 +23,14 @@ from freeflyer_control.model import load_robot
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, load_object
 from freeflyer_control.physics.closed_chain import ClosedChainPlant
+from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.gjm import frame_jacobian
 from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
 from freeflyer_control.sim.body_momentum import group_momenta
+from freeflyer_control.sim.output import write_outputs
+from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 OBJECT_MANEUVERS = ("object-transport", "object-rotate")
 MOVE_S, HOLD_S = 4.0, 2.0  # the move (minimum jerk) and the hold after it, s
@@ -122,6 +125,11 @@ class ObjectSimResult:
     columns: dict[str, list[str]]
     summary: dict = field(default_factory=dict)
 
+    @property
+    def column_names(self) -> dict[str, list[str]]:
+        """The column labels, under the name sim.output's writers read."""
+        return self.columns
+
 
 def prepare(config: ObjectSimConfig):
     """Robot, object, the robot holding it, its initial state, the maneuver: everything that can
@@ -140,8 +148,55 @@ def prepare(config: ObjectSimConfig):
     return ff, obj, held, state, maneuver
 
 
-def run_object_simulation(config: ObjectSimConfig) -> ObjectSimResult:
-    """Fly the object maneuver (see the module docstring); series and summary figures."""
+def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel) -> dict[str, list[str]]:
+    """The series of an object run and their column labels (timeseries.csv's header)."""
+    xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+    return {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
+            "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
+            "base_position": xyz, "base_attitude_change": ["rad"], "com": xyz,
+            "arm_torques": list(held.arm_joint_names),
+            "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
+            **{f"momentum_{g}": pl for g in ("base", "arm", "object", "total")}}
+
+
+class SampleLog:
+    """The samples of an object run, kept as rows and handed to ``stream`` (timeseries.csv, as
+    the run goes; :mod:`freeflyer_control.sim.stream`) when there is one."""
+
+    def __init__(self, columns: dict[str, list[str]], stream: TimeseriesStream | None = None):
+        self.columns, self.stream = columns, stream
+        self.rows: dict[str, list[np.ndarray]] = {key: [] for key in columns}
+        if stream is not None:
+            stream.begin(columns)
+
+    def record(self, sample: dict) -> None:
+        row = {key: np.asarray(sample[key], dtype=float).reshape(-1) for key in self.columns}
+        for key, value in row.items():
+            self.rows[key].append(value)
+        if self.stream is not None:
+            self.stream.write(row)
+
+    def series(self) -> dict[str, np.ndarray]:
+        return {key: np.vstack(v) if v else np.zeros((0, len(self.columns[key]))) for key, v in self.rows.items()}
+
+
+def report_progress(progress, t: float, duration: float, last: list[float]) -> None:
+    """Call ``progress(t, duration)`` at most every half second of wall time (``last``: [wall s
+    of the previous call], updated), as sim.runner does: the bar redraws no faster."""
+    if progress is not None and time.perf_counter() - last[0] > 0.5:
+        last[0] = time.perf_counter()
+        progress(t, duration)
+
+
+def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, float], None] | None = None,
+                          *, stream: TimeseriesStream | None = None) -> ObjectSimResult:
+    """Fly the object maneuver (see the module docstring); series and summary figures.
+
+    ``progress(t, duration)``: called as the run goes (simulated s). ``stream``: receives every
+    sample as it is recorded; if the run stops early (Ctrl-C, an exception), ``stream.partial``
+    holds what was recorded, its summary marked (sim.stream.stop_fields). A plant that diverges
+    (PlantDiverged) ends the run there: ``summary["plant_diverged"]`` says why.
+    """
     ff, obj, held, state, maneuver = prepare(config)
     mode = Mode.parse(config.mode)
     dt = 1.0 / config.rate
@@ -150,48 +205,61 @@ def run_object_simulation(config: ObjectSimConfig) -> ObjectSimResult:
     duration = config.duration or maneuver.duration
     steps = int(round(duration / dt))
     every = max(1, int(round(config.rate / config.log_rate)))
-    rows: dict[str, list] = {}
+    log = SampleLog(object_columns(ff, held), stream)
     data_robot = ff.create_data()
     data_held = held.create_data()
     started = time.perf_counter()
-    h0 = None
-    for k in range(steps + 1):
-        t = k * dt
-        ref = maneuver(t)
-        tick = controller.tick(plant.state, ref)
-        if k % every == 0 or k == steps:
-            momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
-            h0 = momenta["total"] if h0 is None else h0
-            sample = {
-                "t": [t],
-                "object_position": tick.object_pose.translation,
-                "object_reference": ref.pose.translation,
-                "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
-                "internal_force": [_measured_squeeze(plant, tick.actuation)],
-                "internal_force_setpoint": [config.internal_force],
-                "grasp_constraint_error": [plant.constraint_error()],
-                "base_position": base_position(held, plant.state.q),
-                "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
-                "com": data_held.com[0].copy(),
-                "arm_torques": tick.actuation.arm_torques,
-                "base_wrench_world": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size else np.zeros(3 if ff.base == "planar" else 6),
-                **{f"momentum_{g}": momenta[g] for g in ("base", "arm", "object", "total")},
-            }
-            for key, value in sample.items():
-                rows.setdefault(key, []).append(np.asarray(value, dtype=float).reshape(-1))
-        if k < steps:
-            plant.step(tick.actuation)
-    elapsed = time.perf_counter() - started
-    series = {key: np.vstack(v) for key, v in rows.items()}
-    xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
-    columns = {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
-               "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
-               "base_position": xyz, "base_attitude_change": ["rad"], "com": xyz,
-               "arm_torques": list(held.arm_joint_names),
-               "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
-               **{f"momentum_{g}": pl for g in ("base", "arm", "object", "total")}}
-    summary = _summary(config, ff, obj, series, duration, elapsed, plant)
-    return ObjectSimResult(series, columns, summary)
+    last_progress = [started]
+    t_reached, diverged = 0.0, None
+
+    def result(t_reached: float) -> ObjectSimResult:
+        series = log.series()
+        summary = _summary(config, ff, obj, series, duration, time.perf_counter() - started, plant, t_reached)
+        return ObjectSimResult(series, log.columns, summary)
+
+    def partial(exc: BaseException) -> ObjectSimResult:
+        stopped = result(t_reached)
+        stopped.summary.update(stop_fields(exc, t_reached))
+        return stopped
+
+    with keeps_partial(stream, partial):
+        for k in range(steps + 1):
+            t = k * dt
+            ref = maneuver(t)
+            tick = controller.tick(plant.state, ref)
+            if k % every == 0 or k == steps:
+                momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
+                log.record({
+                    "t": [t],
+                    "object_position": tick.object_pose.translation,
+                    "object_reference": ref.pose.translation,
+                    "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
+                    "internal_force": [_measured_squeeze(plant, tick.actuation)],
+                    "internal_force_setpoint": [config.internal_force],
+                    "grasp_constraint_error": [plant.constraint_error()],
+                    "base_position": base_position(held, plant.state.q),
+                    "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
+                    "com": data_held.com[0].copy(),
+                    "arm_torques": tick.actuation.arm_torques,
+                    "base_wrench_world": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size else np.zeros(3 if ff.base == "planar" else 6),
+                    **{f"momentum_{g}": momenta[g] for g in ("base", "arm", "object", "total")},
+                })
+            if k == steps:
+                break
+            try:
+                plant.step(tick.actuation)
+            except PlantDiverged as exc:  # the run ends here; the summary says why
+                diverged = exc.reason
+                break
+            t_reached = t + dt
+            report_progress(progress, t, duration, last_progress)
+    if diverged is None:
+        t_reached = duration
+    if progress is not None:
+        progress(t_reached, duration)
+    done = result(t_reached)
+    done.summary["plant_diverged"] = diverged
+    return done
 
 
 def _measured_squeeze(plant: ClosedChainPlant, actuation) -> float:
@@ -221,7 +289,13 @@ def _momenta(ff, held, obj, data_robot, data_held, state, object_twist, object_p
     return out
 
 
-def _summary(config, ff, obj, s, duration, elapsed, plant) -> dict:
+def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
+    """The figures of an object run; ``t_reached``: the simulated s it reached (a run stopped
+    early, or one whose plant diverged, reached less than ``duration``)."""
+    if not len(s["t"]):  # stopped before its first sample
+        return {"robot": ff.name, "object": obj.name, "maneuver": config.maneuver, "mode": config.mode,
+                "controller": "cooperative", "duration_s": duration, "rate_hz": config.rate,
+                "t_reached_s": t_reached, "interrupted": False, "error": None}
     err = np.linalg.norm(s["object_position"] - s["object_reference"], axis=1)
     total = s["momentum_total"]
     f_err = s["internal_force"][:, 0] - s["internal_force_setpoint"][:, 0]
@@ -243,22 +317,17 @@ def _summary(config, ff, obj, s, duration, elapsed, plant) -> dict:
         "base_attitude_change_rad": float(s["base_attitude_change"].max()),
         "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
         "peak_arm_torque_Nm": float(np.abs(s["arm_torques"]).max()),
-        "real_time_factor": duration / elapsed if elapsed > 0 else None,
+        "real_time_factor": t_reached / elapsed if elapsed > 0 else None,
+        "interrupted": False, "error": None, "t_reached_s": t_reached,
     }
 
 
-def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True) -> list[Path]:
-    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    header, blocks = [], []
-    for key, cols in result.columns.items():
-        header += [key if cols == ["t"] else f"{key}.{c}" for c in cols]
-        blocks.append(result.series[key])
-    csv = out / "timeseries.csv"
-    np.savetxt(csv, np.hstack(blocks), delimiter=",", header=",".join(header), comments="")
-    summary = out / "summary.json"
-    summary.write_text(json.dumps(result.summary, indent=2) + "\n")
-    written = [csv, summary]
+def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True, *,
+                         timeseries: bool = True) -> list[Path]:
+    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``, by sim.output's
+    writers; ``timeseries=False``: the CSV was streamed during the run and is not written again."""
+    files = write_outputs(result, out, mcap=False, timeseries=timeseries)
+    written = [files["timeseries"], files["summary"]]
     if plots:
         written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
     return written

@@ -65,13 +65,16 @@ class TimeseriesStream:
 
     def begin(self, columns: Mapping[str, Sequence[str]]) -> None:
         """Open the file and write the header: ``t``, then ``<series>.<label>`` for every column
-        of every other series in ``columns``' order (``mode.mode_index`` among them), then ``mode``."""
-        if "t" not in columns or "mode" not in columns:
-            raise ValueError("a time series needs the series 't' and 'mode'")
+        of every other series in ``columns``' order (``mode.mode_index`` among them), then ``mode``
+        when there is a ``mode`` series (the runs of a held object have no control mode switches
+        to log, and no ``mode`` column)."""
+        if "t" not in columns:
+            raise ValueError("a time series needs the series 't'")
         self._keys = ["t"] + [key for key in columns if key != "t"]
         self._widths = [len(columns[key]) for key in self._keys]
-        self._mode_col = sum(self._widths[:self._keys.index("mode")])
-        header = ["t"] + [f"{key}.{label}" for key in self._keys[1:] for label in columns[key]] + ["mode"]
+        has_mode = "mode" in columns
+        self._mode_col = sum(self._widths[:self._keys.index("mode")]) if has_mode else None
+        header = ["t"] + [f"{key}.{label}" for key in self._keys[1:] for label in columns[key]] + ["mode"] * has_mode
         self._file = open(self.path, "w", newline="", encoding="utf-8")
         csv.writer(self._file).writerow(header)
         self._file.flush()
@@ -87,12 +90,16 @@ class TimeseriesStream:
         for block, width in zip(blocks, self._widths):
             table[:, col:col + width] = block.reshape(n, width)
             col += width
-        modes = table[:, self._mode_col]
         # repr: the shortest text that reads back to the same double (the csv module writes the
         # same text for a float). One write per block: Ctrl-C raises between Python operations,
         # so it never leaves part of a block in the file (a kill -9 can cut the last row).
-        self._file.write("".join(",".join(map(repr, values)) + "," + _MODE_NAMES[int(mode)] + "\r\n"
-                                 for values, mode in zip(table.tolist(), modes.tolist())))
+        if self._mode_col is None:
+            text = "".join(",".join(map(repr, values)) + "\r\n" for values in table.tolist())
+        else:
+            modes = table[:, self._mode_col].tolist()
+            text = "".join(",".join(map(repr, values)) + "," + _MODE_NAMES[int(mode)] + "\r\n"
+                           for values, mode in zip(table.tolist(), modes))
+        self._file.write(text)
         self.rows += n
         now = time.perf_counter()
         if now - self._last_flush >= self.flush_interval:
