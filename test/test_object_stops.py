@@ -140,3 +140,25 @@ def test_the_streamed_timeseries_is_the_file_written_after_the_run(tmp_path, arg
     streamed = (tmp_path / "streamed" / "timeseries.csv").read_bytes()
     assert streamed == written.read_bytes()
     assert streamed.count(b"\n") == len(result.series["t"]) + 1
+
+
+def test_a_diverging_plant_ends_a_capture_with_3_and_the_reason_in_the_summary(tmp_path, monkeypatch, capsys):
+    from freeflyer_control.physics.plant import Plant, PlantDiverged
+
+    real = Plant.step
+    calls = {"n": 0}
+
+    def diverging(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] >= 100:
+            raise PlantDiverged("the plant diverged (test)", 0.0)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Plant, "step", diverging)
+    rc = main([*CAPTURE, "--duration", "2", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 3  # the divergence wins over the grasp never closing (exit 1)
+    assert "the grasp never closed" not in err
+    assert err.strip().splitlines()[-1] == ("freeflyer sim: error: the plant diverged (test); "
+                                            "the simulation stopped there (exit status 3)")
+    assert json.loads((tmp_path / "summary.json").read_text())["plant_diverged"] == "the plant diverged (test)"

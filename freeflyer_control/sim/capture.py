@@ -29,9 +29,9 @@ from freeflyer_control.physics.capture import capture_impact
 from freeflyer_control.physics.closed_chain import object_net_wrench
 from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.momentum import planar_components, world_momentum
-from freeflyer_control.physics.plant import Plant, PlantDiverged
+from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State, base_rotation, base_twist_world, make_state
-from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, report_progress
+from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, diverged_reason, report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 # Where the target starts, relative to where the robot would hold it (world, m and rad), and how
@@ -209,17 +209,15 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
                 log.record(sample)
             if k == steps or (config.duration is None and rest_t is not None and t >= rest_t + SETTLE_S):
                 break
-            try:
-                if held_plant is not None:
-                    before = held_plant.state.copy()
-                    held_plant.step(act)
+            if held_plant is not None:
+                before = held_plant.state.copy()
+                diverged = diverged_reason(lambda: held_plant.step(act))
+                if not diverged:
                     f, m = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
                     peak_f, peak_m = max(peak_f, f), max(peak_m, m)
-                else:
-                    robot_plant.step(act)
-                    object_plant.step()
-            except PlantDiverged as exc:  # the run ends here; the summary says why
-                diverged = exc.reason
+            else:
+                diverged = diverged_reason(lambda: (robot_plant.step(act), object_plant.step()))
+            if diverged:  # the run ends here; the summary says why
                 break
             t_reached = t + dt
             report_progress(progress, t, duration, last_progress)

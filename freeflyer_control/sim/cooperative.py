@@ -188,6 +188,16 @@ def report_progress(progress, t: float, duration: float, last: list[float]) -> N
         progress(t, duration)
 
 
+def diverged_reason(step: Callable[[], object]) -> str | None:
+    """Take one plant step (``step()``); the reason if the plant diverged (PlantDiverged: the
+    plant holds its last good state), else None."""
+    try:
+        step()
+    except PlantDiverged as exc:
+        return exc.reason
+    return None
+
+
 def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, float], None] | None = None,
                           *, stream: TimeseriesStream | None = None) -> ObjectSimResult:
     """Fly the object maneuver (see the module docstring); series and summary figures.
@@ -246,10 +256,8 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
                 })
             if k == steps:
                 break
-            try:
-                plant.step(tick.actuation)
-            except PlantDiverged as exc:  # the run ends here; the summary says why
-                diverged = exc.reason
+            diverged = diverged_reason(lambda: plant.step(tick.actuation))
+            if diverged:  # the run ends here; the summary says why
                 break
             t_reached = t + dt
             report_progress(progress, t, duration, last_progress)
