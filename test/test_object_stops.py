@@ -58,6 +58,22 @@ def read_partial(out: Path, *, interrupted: bool, duration: float) -> tuple[list
     return values, summary
 
 
+def diverge_on_call(monkeypatch, plant_class, after: int, reason: str) -> None:
+    """Make ``plant_class.step`` raise PlantDiverged(reason) from its ``after``-th call on."""
+    from freeflyer_control.physics.plant import PlantDiverged
+
+    real = plant_class.step
+    calls = {"n": 0}
+
+    def diverging(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] >= after:
+            raise PlantDiverged(reason, 0.0)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(plant_class, "step", diverging)
+
+
 def test_sigint_stops_an_object_transport_with_130_no_traceback_and_usable_partial_outputs(tmp_path):
     proc = start_object_sim(tmp_path)
     _, err, _ = interrupt_once_writing(proc, tmp_path / "timeseries.csv")
@@ -97,18 +113,8 @@ def test_a_crash_inside_a_capture_leaves_partial_outputs_with_the_error(tmp_path
 def test_a_diverging_closed_chain_plant_ends_the_run_with_3_one_line_and_the_outputs_so_far(
         tmp_path, monkeypatch, capsys):
     from freeflyer_control.physics.closed_chain import ClosedChainPlant
-    from freeflyer_control.physics.plant import PlantDiverged
 
-    real = ClosedChainPlant.step
-    calls = {"n": 0}
-
-    def diverging(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] >= 200:
-            raise PlantDiverged("the plant diverged at t = 0.398 s (test)", 0.398)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(ClosedChainPlant, "step", diverging)
+    diverge_on_call(monkeypatch, ClosedChainPlant, 200, "the plant diverged at t = 0.398 s (test)")
     rc = main([*TRANSPORT, "--duration", "2", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 3
@@ -143,18 +149,9 @@ def test_the_streamed_timeseries_is_the_file_written_after_the_run(tmp_path, arg
 
 
 def test_a_diverging_plant_ends_a_capture_with_3_and_the_reason_in_the_summary(tmp_path, monkeypatch, capsys):
-    from freeflyer_control.physics.plant import Plant, PlantDiverged
+    from freeflyer_control.physics.plant import Plant
 
-    real = Plant.step
-    calls = {"n": 0}
-
-    def diverging(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] >= 100:
-            raise PlantDiverged("the plant diverged (test)", 0.0)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Plant, "step", diverging)
+    diverge_on_call(monkeypatch, Plant, 100, "the plant diverged (test)")
     rc = main([*CAPTURE, "--duration", "2", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 3  # the divergence wins over the grasp never closing (exit 1)
