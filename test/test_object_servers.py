@@ -215,6 +215,7 @@ def run_capture_loop(server: PlantServer, controller: ControllerServer, seconds:
             rest_t = t
             break
         server.set_arm_torques(out.actuation.arm_torques, t)
+        server.set_thruster_forces(out.actuation.thruster_forces, t)
         server.step(t)
     return capture_t, h_before, h_after, rest_t
 
@@ -234,6 +235,25 @@ def test_controller_approaches_captures_and_brings_the_floating_system_to_rest(p
     assert rest_t is not None and rest_t - capture_t < 5.0
     assert server.diagnostics()["capture_state"] == "captured"
     assert controller.capture_diagnostics() == {"capture_state": "at_rest"}
+
+
+def test_controller_captures_and_brings_the_flying_system_to_rest_base_included(planar):
+    ff, obj = planar
+    server = free_server(ff, obj)
+    controller = ControllerServer(ff, rate=RATE, capture_obj=obj, mode="flying")
+    capture_t, _, _, rest_t = run_capture_loop(server, controller, 20.0)
+    # Flying, the thrusters stop the base as well: at rest means the base velocities too are
+    # under 1e-3 (m/s, rad/s). Measured: capture at 1.525 s, rest 1.56 s later; 5 s as above.
+    assert capture_t is not None and capture_t < 5.0
+    assert rest_t is not None and rest_t - capture_t < 5.0
+    assert controller.capture_diagnostics() == {"capture_state": "at_rest"}
+
+
+def test_holding_and_capturing_an_object_at_once_is_refused(planar):
+    ff, obj = planar
+    with pytest.raises(ValueError, match=r"^object and capture_object are exclusive: the robot holds an object or "
+                                         r"captures one$"):
+        ControllerServer(ff, rate=RATE, obj=obj, capture_obj=obj)
 
 
 def test_capturing_controller_waits_for_the_object_odometry(planar):
