@@ -239,6 +239,8 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
                 controller_params[name] = value
         if obj and not object_free:
             controller_params['object'] = obj
+        elif obj:  # the controller approaches the free object and asks the plant to capture it
+            controller_params['capture_object'] = obj
         internal_force = _arg(context, 'internal_force')
         if internal_force:
             try:

@@ -24,6 +24,12 @@ them the commands are zero, status ``implausible``). A step of the node's clock 
 the cooperative law (runtime.object_control) replaces ``controller``: it moves the object to
 /object_target (held where it is until one arrives) and squeezes it to ``internal_force`` (N,
 settable at run time); modes floating and flying (flying with base_actuation ideal).
+With parameter ``capture_object`` (a free object, as the plant's ``object`` with ``object_free``)
+the controller captures it (runtime.capture_control): it reads /object/odom, drives the object's
+first grasping end-effector onto its grasp frame, calls the plant's capture service
+(``capture_service``, std_srvs/Trigger) once its own check says the grasp is within tolerance,
+and after a successful answer brings robot and object to rest; /diagnostics shows
+``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
@@ -80,6 +86,10 @@ PARAMS = ROBOT_PARAMS + (
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
     Param("object", "", "the object the robot holds: bundled name or object .yaml (empty: none); the "
           "cooperative law then replaces controller", read_only=True),
+    Param("capture_object", "", "a free object to capture: bundled name or object .yaml (empty: none); "
+          "the plant must simulate it with object_free", read_only=True),
+    Param("capture_service", "/plant_node/capture", "the plant's capture service (std_srvs/Trigger)",
+          read_only=True),
     Param("internal_force", 5.0, "squeeze setpoint on the held object, N (settable at run time)",
           range=(-100.0, 100.0)),
 )
@@ -95,7 +105,8 @@ class ControllerNode(Node):
                                        base_actuation=p["base_actuation"], max_base_speed=p["max_base_speed"],
                                        max_base_rate=p["max_base_rate"],
                                        obj=load_object(p["object"]) if p["object"] else None,
-                                       internal_force=p["internal_force"])
+                                       internal_force=p["internal_force"],
+                                       capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None)
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
         self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
@@ -113,6 +124,11 @@ class ControllerNode(Node):
         self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
+        self.capture_client = None
+        self.capture_future = None  # the capture request in flight: one at a time
+        if p["capture_object"]:
+            self.create_subscription(Odometry, "object/odom", self._on_object_odom, STATE_SUB_QOS)
+            self.capture_client = self.create_client(Trigger, p["capture_service"])
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",
                                      lambda m, f=frame: self._on_target(f, m), COMMAND_QOS)
@@ -129,6 +145,8 @@ class ControllerNode(Node):
         self.next_markers_tick = 0
         self.pub_mode.publish(String(data=self.server.mode.value))
         law = f"cooperative law holding '{p['object']}'" if p["object"] else p["controller"]
+        if p["capture_object"]:
+            law = f"capture of '{p['capture_object']}' (approach, then rest)"
         self.get_logger().info(f"controlling {self.ff.name}: {law}, mode {p['mode']}, "
                                f"{p['rate']:g} Hz")
 
@@ -142,6 +160,31 @@ class ControllerNode(Node):
         except MessageError as exc:
             reading = exc
         self.server.on_base_odometry(reading, now_s(self))
+
+    def _on_object_odom(self, msg: Odometry) -> None:
+        try:
+            reading = read_odometry(msg)
+        except MessageError as exc:
+            reading = exc
+        self.server.on_object_odometry(reading)
+
+    def _request_capture(self) -> None:
+        """Ask the plant to close the grasp (asynchronously: the control timer must not block)."""
+        if self.capture_future is not None or not self.capture_client.service_is_ready():
+            return
+        self.capture_future = self.capture_client.call_async(Trigger.Request())
+        self.capture_future.add_done_callback(self._on_capture_answer)
+
+    def _on_capture_answer(self, future) -> None:
+        self.capture_future = None
+        answer = future.result()
+        if answer is None:
+            self.get_logger().warning("capture service gave no answer; retrying", throttle_duration_sec=1.0)
+        elif answer.success:
+            self.server.captured()
+            self.get_logger().info(f"{answer.message}; bringing the combined system to rest")
+        else:  # e.g. the relative motion changed between our check and the plant's: approach on
+            self.get_logger().warning(answer.message, throttle_duration_sec=1.0)
 
     def _refuse(self, what: str, exc: Exception) -> None:
         self.server.record_error(exc if isinstance(exc, MessageError) else MessageError("reference", str(exc)))
@@ -243,6 +286,8 @@ class ControllerNode(Node):
             self.pub_thrust.publish(vector_msg(act.thruster_forces, "thrusters"))
         if self.ideal_base:
             self.pub_wrench.publish(self._wrench(act.base_wrench_world))
+        if self.capture_client is not None and self.server.capture_ready:
+            self._request_capture()
         self._log_events()
         for warning in self.server.new_warnings():
             self.get_logger().warning(warning)
@@ -308,6 +353,7 @@ class ControllerNode(Node):
             values[f"controller_warning_{i}"] = warning
         if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
             values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
+        values.update(s.capture_diagnostics())
         level = "ok" if status == "ok" else ("warn" if status == "waiting" else "error")
         message = status if status == "ok" else f"{status}: {self.last.reason if self.last else ''}"
         self.pub_diag.publish(diagnostics(self, "freeflyer: controller", level, message, values))

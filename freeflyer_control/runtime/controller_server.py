@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.control.capture import CAPTURE_MODES
 from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
@@ -48,6 +49,7 @@ from freeflyer_control.runtime.plausibility import (
     DEFAULT_MAX_BASE_SPEED,
     PlausibilityBounds,
 )
+from freeflyer_control.runtime.capture_control import CaptureControl
 from freeflyer_control.runtime.object_control import ObjectControl
 from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
@@ -107,13 +109,18 @@ class ControllerServer:
     obj: the object the robot holds: the cooperative law (runtime.object_control, floating or
         flying mode, flying with base_actuation ideal) replaces ``controller``, moving the object
         to :meth:`set_object_target` and squeezing it to ``internal_force`` (N).
+    capture_obj: a free object to capture (runtime.capture_control, floating or flying): the
+        approach law drives the first grasping end-effector onto its grasp frame, measured by
+        :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's capture service
+        would close the grasp; after :meth:`captured` the rest law stops the combined system.
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
                  mode: Mode | str = Mode.FLOATING, watchdog_timeout: float | None = None,
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
-                 obj: ObjectConfig | None = None, internal_force: float = 0.0):
+                 obj: ObjectConfig | None = None, internal_force: float = 0.0,
+                 capture_obj: ObjectConfig | None = None):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -130,6 +137,14 @@ class ControllerServer:
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
             self.objects = ObjectControl(ff, obj, mode, internal_force)
+        self.capture: CaptureControl | None = None
+        if capture_obj is not None:
+            if obj is not None:
+                raise ValueError("object and capture_object are exclusive: the robot holds an object or captures one")
+            refusal = _capturing_refuses(Mode.parse(mode), base_actuation)
+            if refusal:
+                raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
+            self.capture = CaptureControl(ff, capture_obj, mode)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.clock = ClockGuard()
@@ -263,7 +278,46 @@ class ControllerServer:
         return mode_support(self.ff, mode) or self._object_refuses(mode) or self.loop.law_refuses(mode)
 
     def _object_refuses(self, mode: Mode) -> str | None:
+        if self.capture is not None:
+            return _capturing_refuses(mode, self.base_actuation)
         return None if self.objects is None else _holding_refuses(mode, self.base_actuation)
+
+    # --- capture ----------------------------------------------------------------------------
+    def on_object_odometry(self, reading: BaseReading | MessageError) -> bool:
+        """The free object's odometry (its frame, the CoM, in world; twist world axes at the CoM)."""
+        if isinstance(reading, MessageError):
+            self.stats.errors.record(reading)
+            return False
+        if self.capture is None:
+            return False
+        quat = reading.orientation_xyzw
+        R = pin.Quaternion(quat[3], *quat[:3]).normalized().toRotationMatrix()
+        self.capture.set_object(pin.SE3(R, np.asarray(reading.position, float)),
+                                np.concatenate([reading.linear_velocity, reading.angular_velocity]))
+        return True
+
+    @property
+    def capture_ready(self) -> bool:
+        """Approaching, and within the capture tolerances now: time to call the plant's capture."""
+        return self.capture is not None and self.state is not None and self.capture.ready(self.state)
+
+    def captured(self) -> None:
+        """The plant closed the grasp: switch to the rest law over robot and object."""
+        if self.capture is not None and self.state is not None:
+            self.capture.captured(self.state)
+
+    def capture_diagnostics(self) -> dict[str, str]:
+        """Capture phase (``approach``, ``captured``, ``at_rest``) and the current refusal, for /diagnostics."""
+        if self.capture is None:
+            return {}
+        c = self.capture
+        if self.state is None:
+            return {"capture_state": c.phase}
+        phase = "at_rest" if c.at_rest(self.state) else c.phase
+        out = {"capture_state": phase}
+        if c.phase == "approach":
+            out["capture_refusal"] = c.refusal(self.state) or ""
+        return out
 
     def set_object_target(self, position, orientation_xyzw) -> None:
         """The held object's target pose (world, m and x-y-z-w quaternion); MessageError if unusable."""
@@ -355,6 +409,8 @@ class ControllerServer:
             self.started = True
         if self.objects is not None:
             return self._object_tick(now)
+        if self.capture is not None:
+            return self._capture_tick(now)
         actuation, info = self.loop.tick(tc, self.state, self.period)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
         if not all(np.all(np.isfinite(part)) for part in parts):
@@ -371,6 +427,16 @@ class ControllerServer:
             return self._fault("cooperative law gave no finite command", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
+
+    def _capture_tick(self, now: float) -> ControllerOutput:
+        actuation = self.capture.tick(self.state)
+        if actuation is None:
+            return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
+        parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
+        if not all(np.all(np.isfinite(part)) for part in parts):
+            return self._fault("capture law gave non-finite commands", now)
+        self._last_status = "ok"
+        return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", None)
 
     def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
         """After a clock step: why commands stay zero (until both inputs have been fresh for
@@ -409,3 +475,10 @@ def _holding_refuses(mode: Mode, base_actuation: str) -> str | None:
         refusal = ("holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal "
                    "base wrench)")
     return refusal
+
+
+def _capturing_refuses(mode: Mode, base_actuation: str) -> str | None:
+    """Why the capture laws cannot fly ``mode`` (one line), or None."""
+    if mode not in CAPTURE_MODES:
+        return f"capturing an object, the controller flies {[m.value for m in CAPTURE_MODES]} only"
+    return None
