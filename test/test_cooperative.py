@@ -6,6 +6,7 @@ flying: base wrench = rate of total momentum)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pinocchio as pin
@@ -104,11 +105,12 @@ def test_flying_applied_base_wrench_is_the_rate_of_total_momentum_with_the_objec
     np.testing.assert_allclose(P1 - first[0], impulse, rtol=1e-5, atol=0)
 
 
-def test_cooperative_control_refuses_a_mode_it_does_not_fly():
-    config = ObjectSimConfig()
-    _, obj, held, _, _ = prepare(config)
-    with pytest.raises(ModeError, match="mode 'rotation-floating' is not supported yet: choose floating or flying"):
-        CooperativeController(held, obj, "rotation-floating")
+def test_cooperative_control_refuses_a_mode_the_robot_lacks_actuators_for():
+    _, obj, held, _, _ = prepare(ObjectSimConfig())
+    no_thrusters = replace(held, thrusters=())
+    with pytest.raises(ModeError, match="cooperative control cannot fly mode 'rotation-flying': rotation-flying "
+                                        "needs thrusters; robot 'dual_arm_planar.planar_box' has none; choose a mode"):
+        CooperativeController(no_thrusters, obj, "rotation-flying")
 
 
 def run_cli(capsys, *argv):
