@@ -126,10 +126,10 @@ class ControllerServer:
         self.base_actuation = base_actuation
         self.objects: ObjectControl | None = None
         if obj is not None:
-            refusal = _holding_refuses(Mode.parse(mode), base_actuation)
+            refusal = _holding_refuses(ff, Mode.parse(mode))
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
-            self.objects = ObjectControl(ff, obj, mode, internal_force)
+            self.objects = ObjectControl(ff, obj, mode, internal_force, base_actuation)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.clock = ClockGuard()
@@ -263,7 +263,7 @@ class ControllerServer:
         return mode_support(self.ff, mode) or self._object_refuses(mode) or self.loop.law_refuses(mode)
 
     def _object_refuses(self, mode: Mode) -> str | None:
-        return None if self.objects is None else _holding_refuses(mode, self.base_actuation)
+        return None if self.objects is None else _holding_refuses(self.ff, mode)
 
     def set_object_target(self, position, orientation_xyzw) -> None:
         """The held object's target pose (world, m and x-y-z-w quaternion); MessageError if unusable."""
@@ -402,10 +402,6 @@ class ControllerServer:
         return ControllerOutput(self._zero_actuation, status, reason)
 
 
-def _holding_refuses(mode: Mode, base_actuation: str) -> str | None:
+def _holding_refuses(ff: FreeFlyerModel, mode: Mode) -> str | None:
     """Why the cooperative law cannot fly ``mode`` (one line), or None."""
-    refusal = ObjectControl.refuses_mode(mode)
-    if refusal is None and mode is Mode.FLYING and base_actuation != "ideal":
-        refusal = ("holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal "
-                   "base wrench)")
-    return refusal
+    return ObjectControl.refuses_mode(ff, mode)
