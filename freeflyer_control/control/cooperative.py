@@ -185,6 +185,7 @@ class CooperativeController:
             return self._refused("fault")
         a = out.actuation
         if not (np.isfinite(a.arm_torques).all() and np.isfinite(a.base_wrench_world).all()
+                and np.isfinite(a.wheel_torques).all() and np.isfinite(a.thruster_forces).all()
                 and np.isfinite(out.internal_force) and np.isfinite(out.twist_command).all()
                 and np.isfinite(out.object_twist).all()):
             return self._refused("fault")
