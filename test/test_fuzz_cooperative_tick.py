@@ -21,12 +21,14 @@ from freeflyer_control.sim.cooperative import ObjectSimConfig, prepare
 def test_cooperative_tick_survives_adversarial_references_and_states():
     rng = fuzz_rng(salt=1111)
     _, obj, held, state, maneuver = prepare(ObjectSimConfig())
-    controllers = {m: CooperativeController(held, obj, m, 5.0) for m in ("floating", "flying")}
+    # Every mode; flying twice, with an ideal wrench and through the thrusters.
+    kinds = [(m, "ideal") for m in ("floating", "rotation-floating", "rotation-flying", "translation-flying",
+                                    "flying")] + [("flying", "thrusters")]
+    controllers = [CooperativeController(held, obj, m, 5.0, base_actuation=b) for m, b in kinds]
     X0 = maneuver(0.0).pose
     statuses: dict[str, int] = {}
     # Each tick costs ~0.25 ms: a tenth of the default count keeps the module under ~5 s.
     for i in range(max(1, fuzz_count() // 10)):
-        mode = "flying" if i % 2 else "floating"
         translation = X0.translation + adversarial_vector(rng, 3, 0.01)
         R = X0.rotation.copy()
         if rng.random() < 0.1:
@@ -35,15 +37,16 @@ def test_cooperative_tick_survives_adversarial_references_and_states():
         v = state.v.copy()
         if rng.random() < 0.1:
             v = adversarial_vector(rng, v.size, 0.01)
-        tick = controllers[mode].tick(State(state.q, v), ref)
+        tick = controllers[i % len(controllers)].tick(State(state.q, v), ref)
         statuses[tick.status] = statuses.get(tick.status, 0) + 1
         a = tick.actuation
-        outputs = np.concatenate([a.arm_torques, a.base_wrench_world, tick.object_twist, tick.twist_command,
-                                  [tick.internal_force]])
+        outputs = np.concatenate([a.arm_torques, a.wheel_torques, a.thruster_forces, a.base_wrench_world,
+                                  tick.object_twist, tick.twist_command, [tick.internal_force]])
         assert np.isfinite(outputs).all()
         assert a.arm_torques.size == held.arm_v_indices.size
         if tick.status != "ok":
-            assert not a.arm_torques.any() and not a.base_wrench_world.any()
+            assert not (a.arm_torques.any() or a.wheel_torques.any() or a.thruster_forces.any()
+                        or a.base_wrench_world.any())
     assert statuses.get("ok", 0) > 0 and statuses.get("implausible", 0) > 0, statuses
 
 

@@ -168,16 +168,17 @@ def test_object_target_with_a_non_unit_quaternion_is_refused(planar):
         controller.set_object_target([0.8, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0])
 
 
-def test_holding_an_object_refuses_modes_the_cooperative_law_cannot_fly(planar):
+def test_holding_an_object_flies_every_mode_the_actuators_allow_and_refuses_the_others(planar):
+    from dataclasses import replace
+
     ff, obj = planar
-    controller = ControllerServer(ff, rate=RATE, obj=obj)
-    assert controller.validate_mode("rotation-floating") == (
-        "holding an object, the controller flies ['floating', 'flying'] only")
-    assert controller.validate_mode("flying") == (
-        "holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal base wrench)")
-    assert ControllerServer(ff, rate=RATE, obj=obj, base_actuation="ideal").validate_mode("flying") is None
-    with pytest.raises(ValueError, match=r"^mode 'rotation-floating' refused: holding an object, the controller flies "):
-        ControllerServer(ff, rate=RATE, obj=obj, mode="rotation-floating")
+    controller = ControllerServer(ff, rate=RATE, obj=obj)  # base_actuation thrusters
+    assert {m: controller.validate_mode(m) for m in ("rotation-floating", "rotation-flying", "flying")} == {
+        "rotation-floating": None, "rotation-flying": None, "flying": None}
+    bare = replace(ff, thrusters=())
+    # The control loop refuses it first, with the same mode_support reason the cooperative law gives.
+    with pytest.raises(ValueError, match=r"rotation-flying needs thrusters; robot 'dual_arm_planar' has none"):
+        ControllerServer(bare, rate=RATE, obj=obj, mode="rotation-flying", base_actuation="ideal")
 
 
 def run_capture_loop(server: PlantServer, controller: ControllerServer, seconds: float):

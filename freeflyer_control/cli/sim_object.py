@@ -15,7 +15,9 @@ from freeflyer_control.sim.output import json_safe
 
 INTERNAL_FORCE = Number(-1e3, 1e3, unit="N")
 ALL_OBJECT_MANEUVERS = ("object-transport", "object-rotate", "capture")
-OBJECT_MODES = ("floating", "flying")
+# Cooperative control flies every mode the robot's actuators allow (checked in sim.cooperative.prepare).
+OBJECT_MODES = ("floating", "rotation-floating", "rotation-flying", "translation-flying", "flying")
+CAPTURE_MODES = ("floating", "flying")
 
 
 def add_object_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +36,8 @@ def object_options_problem(args: argparse.Namespace) -> str | None:
         return None
     if args.maneuver not in ALL_OBJECT_MANEUVERS:
         return f"--object flies the object maneuvers {list(ALL_OBJECT_MANEUVERS)}; got --maneuver {args.maneuver}"
+    if args.maneuver == "capture" and args.mode not in CAPTURE_MODES:
+        return f"--maneuver capture flies --mode {' or '.join(CAPTURE_MODES)}; got --mode {args.mode}"
     if args.mode not in OBJECT_MODES:
         return f"--object: cooperative control flies --mode {' or '.join(OBJECT_MODES)}; got --mode {args.mode}"
     if args.via_testbed or args.mode_schedule or args.mass_error or args.q0:
@@ -46,7 +50,7 @@ def _config(args: argparse.Namespace):
 
     return ObjectSimConfig(robot=args.robot, obj=args.object, maneuver=args.maneuver, mode=args.mode,
                            rate=args.rate, internal_force=args.internal_force, duration=args.duration,
-                           log_rate=args.log_rate)
+                           log_rate=args.log_rate, base_actuation=args.base_actuation)
 
 
 def validate_object_run(args: argparse.Namespace) -> None:

@@ -18,8 +18,22 @@ Two layers, one tick:
    f_e: the end-effector wrenches on the object). The squeeze therefore leaves the motion
    untouched by construction, not only in the limit.
 
-Modes: floating (arm torques only) and flying (arm torques and an ideal base wrench). Others are
-refused with the reason (``COOPERATIVE_MODES``).
+Modes (``COOPERATIVE_MODES``, each where the robot's actuators allow it, else refused with
+physics.actuators.mode_support's reason):
+
+* floating: arm torques only;
+* flying: arm torques and a base wrench, the base velocity an input chosen by the GJM inverse;
+* rotation-floating: the reaction wheels hold the base attitude (their torque is an actuated
+  column of the closed chain, the attitude rows are task rows), no external force;
+* rotation-flying, translation-flying: thruster couples / forces hold the mode's commanded base
+  coordinates.
+
+In the partial modes the commanded base coordinates are held by a base pose loop, as computed
+torque does: their velocity command is K_p times the error to the pose they had at the first
+tick, and the arms solve the GJM for what is left of the object's twist.
+
+The base wrench goes to the thrusters through the allocator (``base_actuation="thrusters"``) or
+is applied as an ideal wrench (``"ideal"``), as control.effort.ActuatorMapper does.
 """
 
 from __future__ import annotations
@@ -32,14 +46,15 @@ import pinocchio as pin
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig
-from freeflyer_control.physics.actuators import Actuation
+from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
+from freeflyer_control.physics.actuators import Actuation, mode_support
 from freeflyer_control.physics.closed_chain import closed_chain_response, multi_arm_gjm, object_net_wrench
 from freeflyer_control.physics.gjm import actuated_velocities
 from freeflyer_control.physics.grasp import grasp_matrix, squeeze_direction
-from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State, base_rotation, world_to_local_base_map
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.state import State, base_position, base_rotation, world_to_local_base_map
 
-COOPERATIVE_MODES = (Mode.FLOATING, Mode.FLYING)
+COOPERATIVE_MODES = tuple(Mode)
 _PLANAR_ROWS = np.array([0, 1, 5])
 
 
@@ -105,22 +120,33 @@ def _plausible(state: State, ref: ObjectReference) -> bool:
                 and np.abs(R.T @ R - np.eye(3)).max() < 1e-6 and np.linalg.det(R) > 0)
 
 
+def cooperative_mode_problem(ff: FreeFlyerModel, mode: Mode | str) -> str | None:
+    """Why cooperative control cannot fly ``mode`` on ``ff`` (one line), or None."""
+    mode = Mode.parse(mode)
+    reason = mode_support(ff, mode)
+    if reason:
+        return f"cooperative control cannot fly mode '{mode.value}': {reason}; choose a mode its actuators allow"
+    return None
+
+
 class CooperativeController:
     """Moves a held object and squeezes it (see the module docstring).
 
     Args:
         ff: the robot holding the object (model.objects.attach_object).
         obj: the object.
-        mode: floating or flying.
+        mode: any mode the robot's actuators allow (physics.actuators.mode_support).
         internal_force: squeeze setpoint, N (positive pushes the end-effectors together).
+        base_actuation: ``"ideal"`` (an ideal base wrench) or ``"thrusters"`` (the wrench
+            allocated to the robot's thrusters).
     """
 
     def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, mode: Mode | str, internal_force: float = 0.0,
-                 gains: CooperativeGains = CooperativeGains()):
+                 gains: CooperativeGains = CooperativeGains(), base_actuation: str = "ideal"):
         mode = Mode.parse(mode)
-        if mode not in COOPERATIVE_MODES:
-            raise ModeError(f"cooperative control flies {[m.value for m in COOPERATIVE_MODES]}; mode '{mode.value}' "
-                            "is not supported yet: choose floating or flying")
+        problem = cooperative_mode_problem(ff, mode)
+        if problem:
+            raise ModeError(problem)
         if len(obj.grasps) < 2:
             raise ModeError(f"object '{obj.name}' has {len(obj.grasps)} grasp; cooperative control needs two or more")
         if not np.isfinite(internal_force):
@@ -133,9 +159,12 @@ class CooperativeController:
         self.object_frame = ff.frame_id(obj.name)
         self.ee_frames = [ff.frame_id(g.end_effector) for g in obj.grasps]
         self.ees = tuple(g.end_effector for g in obj.grasps)
-        nb = ff.nb
-        base = list(range(nb)) if mode is Mode.FLYING else []
+        self.commanded = base_partition(ff.base, mode).commanded  # local = world index order
+        self.wheels = mode is Mode.ROTATION_FLOATING
+        base = list(ff.wheel_v_indices) if self.wheels else list(self.commanded)
         self.actuated = np.array(base + list(ff.arm_v_indices), dtype=int)  # tau entries we choose
+        self.mapper = ActuatorMapper(ff, base_actuation)
+        self.base_hold: tuple[np.ndarray, np.ndarray] | None = None  # (position, rotation) at the first tick
 
     def measure(self, state: State) -> tuple[pin.SE3, np.ndarray]:
         model, data = self.ff.model, self.data
@@ -156,6 +185,7 @@ class CooperativeController:
             return self._refused("fault")
         a = out.actuation
         if not (np.isfinite(a.arm_torques).all() and np.isfinite(a.base_wrench_world).all()
+                and np.isfinite(a.wheel_torques).all() and np.isfinite(a.thruster_forces).all()
                 and np.isfinite(out.internal_force) and np.isfinite(out.twist_command).all()
                 and np.isfinite(out.object_twist).all()):
             return self._refused("fault")
@@ -163,9 +193,23 @@ class CooperativeController:
 
     def _refused(self, status: str) -> CooperativeTick:
         zero = np.zeros(6)
-        wrench = np.zeros(3 if self.planar else 6) if self.mode is Mode.FLYING else np.zeros(0)
-        return CooperativeTick(Actuation(arm_torques=np.zeros(self.ff.arm_v_indices.size), base_wrench_world=wrench),
+        thrusting = self.commanded.size and not self.wheels
+        wrench = np.zeros(3 if self.planar else 6) if thrusting and self.mapper.base_actuation == "ideal" else np.zeros(0)
+        return CooperativeTick(Actuation(arm_torques=np.zeros(self.ff.arm_v_indices.size),
+                                         wheel_torques=np.zeros(self.ff.wheel_v_indices.size),
+                                         thruster_forces=np.zeros(len(self.ff.thrusters)), base_wrench_world=wrench),
                                pin.SE3.Identity(), zero, 0.0, zero.copy(), status)
+
+    def _base_hold_velocity(self, state: State) -> np.ndarray:
+        """The base pose loop: the commanded base coordinates' velocity (world axes, m/s and
+        rad/s), K_p times their error to the pose held since the first tick."""
+        p, R = base_position(self.ff, state.q), base_rotation(self.ff, state.q)
+        if self.base_hold is None:
+            self.base_hold = (p.copy(), R.copy())
+        p0, R0 = self.base_hold
+        error = np.concatenate([p0 - p, pin.log3(R0 @ R.T)])
+        error = error[[0, 1, 5]] if self.planar else error
+        return self.gains.position * error[self.commanded]
 
     def _tick(self, state: State, ref: ObjectReference) -> CooperativeTick:
         ff, data, g = self.ff, self.data, self.gains
@@ -177,16 +221,25 @@ class CooperativeController:
         # Layer 1: the multi-arm GJM with the object included.
         J, drift = multi_arm_gjm(ff, data, state, self.mode, self.ees)
         rhs = W @ v_star[self.rows] - drift
-        u_star = J.T @ np.linalg.solve(J @ J.T + g.damping ** 2 * np.eye(J.shape[0]), rhs)
+        n_arm, cmd = ff.arm_v_indices.size, self.commanded
+        if self.mode is Mode.FLYING or not cmd.size:
+            u_star = J.T @ np.linalg.solve(J @ J.T + g.damping ** 2 * np.eye(J.shape[0]), rhs)
+        else:  # the base pose loop sets the commanded base velocities; the arms do the rest
+            u_base = self._base_hold_velocity(state)
+            Ja = J[:, :n_arm]
+            rhs = rhs - J[:, n_arm:] @ u_base
+            u_star = np.concatenate([Ja.T @ np.linalg.solve(Ja @ Ja.T + g.damping ** 2 * np.eye(J.shape[0]), rhs),
+                                     u_base])
         u = actuated_velocities(ff, state, self.mode)
         u_dot = g.velocity * (u_star - u)
         # Layer 2: torques from the closed-chain dynamics.
         resp = closed_chain_response(ff, data, self.obj, state.q, state.v)
-        nb, n_arm = ff.nb, ff.arm_v_indices.size
-        if self.mode is Mode.FLYING:
-            # u's base part is in world axes; nu_b' = T u_b' (dropping the w x v term, a feedforward).
-            T = world_to_local_base_map(ff, state.q)
-            task_rows = np.concatenate([ff.arm_v_indices, np.arange(nb)])
+        if cmd.size:
+            # u's base part is in world axes; nu_b' = T u_b' (dropping the w x v term, a
+            # feedforward). T is block diagonal per translation / attitude, so the commanded
+            # block maps alone.
+            T = world_to_local_base_map(ff, state.q)[np.ix_(cmd, cmd)]
+            task_rows = np.concatenate([ff.arm_v_indices, cmd])
             target = np.concatenate([u_dot[:n_arm], T @ u_dot[n_arm:]])
         else:
             task_rows, target = ff.arm_v_indices, u_dot
@@ -231,17 +284,21 @@ class CooperativeController:
         return np.vstack([F1, others_F]), np.concatenate([f10, others_0])
 
     def _actuation(self, state: State, tau: np.ndarray) -> Actuation:
-        """Arm torques clipped to the URDF effort limits; the base wrench (flying) in world axes,
-        bounded by the plant like any ideal base actuation."""
+        """Arm torques clipped to the URDF effort limits, wheel torques (rotation-floating) to the
+        wheels' limits; the base wrench (thrusting modes, world axes) to the thrusters or as an
+        ideal wrench bounded like any ideal base actuation (control.effort.ActuatorMapper)."""
         ff = self.ff
         limits = ff.arm_effort_limits
         arm = np.clip(tau[ff.arm_v_indices], -limits, limits)
-        if self.mode is not Mode.FLYING:
-            return Actuation(arm_torques=arm)
+        wheels = np.zeros(ff.wheel_v_indices.size)
+        if self.wheels:
+            wheels = np.clip(tau[ff.wheel_v_indices], -ff.wheel_max_torques, ff.wheel_max_torques)
+        if not self.commanded.size or self.wheels:
+            return Actuation(arm_torques=arm, wheel_torques=wheels)
         R = base_rotation(ff, state.q)
         if self.planar:
             f = R[:2, :2] @ tau[:2]
             wrench = np.array([f[0], f[1], tau[2]])
         else:
             wrench = np.concatenate([R @ tau[:3], R @ tau[3:6]])
-        return Actuation(arm_torques=arm, base_wrench_world=wrench)
+        return self.mapper.actuation(state.q, ControlEffort(arm, wheels, wrench))

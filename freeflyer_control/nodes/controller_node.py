@@ -23,7 +23,7 @@ them the commands are zero, status ``implausible``). A step of the node's clock 
 ``clock_step``) and a failing control law (status ``fault``) are logged once each, with the reason. With parameter ``object`` (bundled name or .yaml; empty: none) the robot holds that object and
 the cooperative law (runtime.object_control) replaces ``controller``: it moves the object to
 /object_target (held where it is until one arrives) and squeezes it to ``internal_force`` (N,
-settable at run time); modes floating and flying (flying with base_actuation ideal).
+settable at run time); in every mode the robot's actuators allow.
 With parameter ``capture_object`` (a free object, as the plant's ``object`` with ``object_free``)
 the controller captures it (runtime.capture_control): it reads /object/odom, drives the object's
 first grasping end-effector onto its grasp frame, calls the plant's capture service

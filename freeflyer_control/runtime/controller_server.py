@@ -133,10 +133,10 @@ class ControllerServer:
         self.base_actuation = base_actuation
         self.objects: ObjectControl | None = None
         if obj is not None:
-            refusal = _holding_refuses(Mode.parse(mode), base_actuation)
+            refusal = _holding_refuses(ff, Mode.parse(mode))
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
-            self.objects = ObjectControl(ff, obj, mode, internal_force)
+            self.objects = ObjectControl(ff, obj, mode, internal_force, base_actuation)
         self.capture: CaptureControl | None = None
         if capture_obj is not None:
             if obj is not None:
@@ -280,7 +280,7 @@ class ControllerServer:
     def _object_refuses(self, mode: Mode) -> str | None:
         if self.capture is not None:
             return _capturing_refuses(mode, self.base_actuation)
-        return None if self.objects is None else _holding_refuses(mode, self.base_actuation)
+        return None if self.objects is None else _holding_refuses(self.ff, mode)
 
     # --- capture ----------------------------------------------------------------------------
     def on_object_odometry(self, reading: BaseReading | MessageError) -> bool:
@@ -468,13 +468,9 @@ class ControllerServer:
         return ControllerOutput(self._zero_actuation, status, reason)
 
 
-def _holding_refuses(mode: Mode, base_actuation: str) -> str | None:
+def _holding_refuses(ff: FreeFlyerModel, mode: Mode) -> str | None:
     """Why the cooperative law cannot fly ``mode`` (one line), or None."""
-    refusal = ObjectControl.refuses_mode(mode)
-    if refusal is None and mode is Mode.FLYING and base_actuation != "ideal":
-        refusal = ("holding an object, flying needs base_actuation ideal (the cooperative law commands an ideal "
-                   "base wrench)")
-    return refusal
+    return ObjectControl.refuses_mode(ff, mode)
 
 
 def _capturing_refuses(mode: Mode, base_actuation: str) -> str | None:

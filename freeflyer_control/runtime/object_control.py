@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.cooperative import COOPERATIVE_MODES, CooperativeController, CooperativeTick, ObjectReference
+from freeflyer_control.control.cooperative import (CooperativeController, CooperativeTick, ObjectReference,
+                                                   cooperative_mode_problem)
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object
 from freeflyer_control.physics.modes import Mode
@@ -23,24 +24,26 @@ QUATERNION_NORM_TOL = 1e-3
 
 
 class ObjectControl:
-    """Args: ff: the robot (without the object); obj: the object it holds; mode: floating or
-    flying; internal_force: squeeze setpoint, N."""
+    """Args: ff: the robot (without the object); obj: the object it holds; mode: any mode the
+    robot's actuators allow; internal_force: squeeze setpoint, N; base_actuation: "thrusters" or
+    "ideal" (control.cooperative)."""
 
-    def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, mode: Mode | str, internal_force: float = 0.0):
+    def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, mode: Mode | str, internal_force: float = 0.0,
+                 base_actuation: str = "ideal"):
         self.obj = obj
         self.held = attach_object(ff, obj)
-        self.law = CooperativeController(self.held, obj, mode, internal_force)
+        self.base_actuation = base_actuation
+        self.law = CooperativeController(self.held, obj, mode, internal_force, base_actuation=base_actuation)
         self.target: ObjectReference | None = None
 
     @staticmethod
-    def refuses_mode(mode: Mode) -> str | None:
-        if mode in COOPERATIVE_MODES:
-            return None
-        return f"holding an object, the controller flies {[m.value for m in COOPERATIVE_MODES]} only"
+    def refuses_mode(ff: FreeFlyerModel, mode: Mode) -> str | None:
+        return cooperative_mode_problem(ff, mode)
 
     def set_mode(self, mode: Mode) -> None:
         if mode is not self.law.mode:
-            self.law = CooperativeController(self.held, self.obj, mode, self.law.internal_force)
+            self.law = CooperativeController(self.held, self.obj, mode, self.law.internal_force,
+                                             base_actuation=self.base_actuation)
 
     def set_internal_force(self, newtons: float) -> None:
         if not np.isfinite(newtons):

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.cooperative import CooperativeController, ObjectReference
+from freeflyer_control.control.cooperative import CooperativeController, ObjectReference, cooperative_mode_problem
 from freeflyer_control.control.maneuvers import min_jerk
-from freeflyer_control.errors import ModelError
+from freeflyer_control.errors import ModeError, ModelError
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, load_object
@@ -45,8 +45,9 @@ _MIN_JERK_PEAK = 10.0 / np.sqrt(3.0)
 @dataclass
 class ObjectSimConfig:
     """robot: bundled name or config; obj: object name or YAML path; maneuver: OBJECT_MANEUVERS;
-    mode: floating or flying; rate: Hz (plant and controller); internal_force: squeeze, N;
-    duration: s (default the maneuver's move and hold); log_rate: samples per second."""
+    mode: any mode the robot's actuators allow; rate: Hz (plant and controller); internal_force:
+    squeeze, N; duration: s (default the maneuver's move and hold); log_rate: samples per second;
+    base_actuation: "thrusters" (the base wrench allocated to the thrusters) or "ideal"."""
 
     robot: str = "dual_arm_planar"
     obj: str = "planar_box"
@@ -56,6 +57,7 @@ class ObjectSimConfig:
     internal_force: float = 5.0
     duration: float | None = None
     log_rate: float = 50.0
+    base_actuation: str = "thrusters"
 
 
 class ObjectManeuver:
@@ -142,6 +144,9 @@ def prepare(config: ObjectSimConfig):
     data = held.create_data()
     pin.framesForwardKinematics(held.model, data, state.q)
     maneuver = ObjectManeuver(config.maneuver, data.oMf[held.frame_id(obj.name)].copy(), ff.base)
+    mode_problem = cooperative_mode_problem(held, config.mode)
+    if mode_problem:
+        raise ModeError(mode_problem)
     problem = torque_problem(ff, held, obj, state, maneuver, config.internal_force)
     if problem:
         raise ModelError(problem)
@@ -153,8 +158,9 @@ def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel) -> dict[str, list[s
     xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
     return {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
             "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
-            "base_position": xyz, "base_attitude_change": ["rad"], "com": xyz,
-            "arm_torques": list(held.arm_joint_names),
+            "base_position": xyz, "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
+            "arm_torques": list(held.arm_joint_names), "wheel_torques": list(held.wheel_joint_names),
+            "thruster_forces": [t.name for t in held.thrusters],
             "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
             **{f"momentum_{g}": pl for g in ("base", "arm", "object", "total")}}
 
@@ -211,7 +217,7 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
     mode = Mode.parse(config.mode)
     dt = 1.0 / config.rate
     plant = ClosedChainPlant(held, obj, state, dt)
-    controller = CooperativeController(held, obj, mode, config.internal_force)
+    controller = CooperativeController(held, obj, mode, config.internal_force, base_actuation=config.base_actuation)
     duration = config.duration or maneuver.duration
     steps = int(round(duration / dt))
     every = max(1, int(round(config.rate / config.log_rate)))
@@ -248,9 +254,12 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
                     "internal_force_setpoint": [config.internal_force],
                     "grasp_constraint_error": [plant.constraint_error()],
                     "base_position": base_position(held, plant.state.q),
+                    "base_position_change": [np.linalg.norm(base_position(held, plant.state.q) - base_position(held, state.q))],
                     "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
                     "com": data_held.com[0].copy(),
                     "arm_torques": tick.actuation.arm_torques,
+                    "wheel_torques": _padded(tick.actuation.wheel_torques, held.wheel_v_indices.size),
+                    "thruster_forces": _padded(tick.actuation.thruster_forces, len(held.thrusters)),
                     "base_wrench_world": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size else np.zeros(3 if ff.base == "planar" else 6),
                     **{f"momentum_{g}": momenta[g] for g in ("base", "arm", "object", "total")},
                 })
@@ -268,6 +277,11 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
     done = result(t_reached)
     done.summary["plant_diverged"] = diverged
     return done
+
+
+def _padded(values: np.ndarray, n: int) -> np.ndarray:
+    """An actuator command (empty meaning all zero) as n entries, for the log."""
+    return values if values.size else np.zeros(n)
 
 
 def _measured_squeeze(plant: ClosedChainPlant, actuation) -> float:
@@ -325,6 +339,8 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
         "base_attitude_change_rad": float(s["base_attitude_change"].max()),
         "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
         "peak_arm_torque_Nm": float(np.abs(s["arm_torques"]).max()),
+        "peak_wheel_torque_Nm": float(np.abs(s["wheel_torques"]).max(initial=0.0)),
+        "peak_thruster_force_N": float(np.abs(s["thruster_forces"]).max(initial=0.0)),
         "real_time_factor": t_reached / elapsed if elapsed > 0 else None,
         "interrupted": False, "error": None, "t_reached_s": t_reached,
     }
