@@ -80,24 +80,16 @@ def _capture_config(args: argparse.Namespace):
 
 def run_object(args: argparse.Namespace) -> int:
     from freeflyer_control.cli.outdir import prepare_output_folder
-    from freeflyer_control.cli.stopping import diverged_status, run_stoppable
-    from freeflyer_control.sim.cooperative import run_object_simulation, write_object_outputs
-    from freeflyer_control.sim.plots import matplotlib_missing
 
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
     if args.maneuver == "capture":
         return _run_capture(args, out)
+    from freeflyer_control.sim.cooperative import run_object_simulation
+
     config = _config(args)
-    result, stopped = run_stoppable(out, lambda stream, progress: run_object_simulation(
-        config, progress, stream=stream), as_json=args.json)
-    if result is None:
-        return stopped
-    written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
-                                   timeseries=False)
-    s = result.summary
-    code = diverged_status(s)
-    if args.json:
-        print(json.dumps(json_safe(s), indent=2))
+    s, code, written = _simulate_and_write(args, out, lambda stream, progress: run_object_simulation(
+        config, progress, stream=stream))
+    if s is None or args.json:
         return code
     print(f"{s['robot']} holding {s['object']}: {s['maneuver']}, cooperative, mode {s['mode']}, "
           f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz")
@@ -112,27 +104,38 @@ def run_object(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_capture(args: argparse.Namespace, out) -> int:
-    """A capture run; exit status 1 when the grasp never closed (the refusal is printed)."""
-    import sys
-
+def _simulate_and_write(args: argparse.Namespace, out, simulate):
+    """Run ``simulate(stream, progress)`` stoppably, write its outputs (the CSV was streamed) and,
+    with ``--json``, print the summary. Returns (summary, exit status, files written); the
+    summary is None when the run was stopped (its exit status is then the stop's)."""
     from freeflyer_control.cli.stopping import diverged_status, run_stoppable
-    from freeflyer_control.sim.capture import run_capture
     from freeflyer_control.sim.cooperative import write_object_outputs
     from freeflyer_control.sim.plots import matplotlib_missing
 
-    config = _capture_config(args)
-    result, stopped = run_stoppable(out, lambda stream, progress: run_capture(config, progress, stream=stream),
-                                    as_json=args.json)
+    result, stopped = run_stoppable(out, simulate, as_json=args.json)
     if result is None:
-        return stopped
+        return None, stopped, []
     written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
                                    timeseries=False)
     s = result.summary
     code = diverged_status(s)
     if args.json:
         print(json.dumps(json_safe(s), indent=2))
-    else:
+    return s, code, written
+
+
+def _run_capture(args: argparse.Namespace, out) -> int:
+    """A capture run; exit status 1 when the grasp never closed (the refusal is printed)."""
+    import sys
+
+    from freeflyer_control.sim.capture import run_capture
+
+    config = _capture_config(args)
+    s, code, written = _simulate_and_write(args, out, lambda stream, progress: run_capture(
+        config, progress, stream=stream))
+    if s is None:
+        return code
+    if not args.json:
         print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
         for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
                                  ("peak_grasp_force_N", "peak grasp force", "N"),

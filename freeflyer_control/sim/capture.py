@@ -28,10 +28,11 @@ from freeflyer_control.model.objects import free_object_model, grasp_frame_name,
 from freeflyer_control.physics.capture import capture_impact
 from freeflyer_control.physics.closed_chain import object_net_wrench
 from freeflyer_control.physics.grasp import grasp_matrix
-from freeflyer_control.physics.momentum import planar_components, world_momentum
+from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State, base_rotation, base_twist_world, make_state
-from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, diverged_reason, report_progress
+from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, diverged_reason
+from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 # Where the target starts, relative to where the robot would hold it (world, m and rad), and how

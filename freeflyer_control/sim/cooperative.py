@@ -30,6 +30,7 @@ from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
 from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.output import write_outputs
+from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 OBJECT_MANEUVERS = ("object-transport", "object-rotate")
@@ -184,14 +185,6 @@ class SampleLog:
 
     def series(self) -> dict[str, np.ndarray]:
         return {key: np.vstack(v) if v else np.zeros((0, len(self.columns[key]))) for key, v in self.rows.items()}
-
-
-def report_progress(progress, t: float, duration: float, last: list[float]) -> None:
-    """Call ``progress(t, duration)`` at most every half second of wall time (``last``: [wall s
-    of the previous call], updated), as sim.runner does: the bar redraws no faster."""
-    if progress is not None and time.perf_counter() - last[0] > 0.5:
-        last[0] = time.perf_counter()
-        progress(t, duration)
 
 
 def diverged_reason(step: Callable[[], object]) -> str | None:

@@ -83,3 +83,11 @@ class ProgressBar:
         if self.tty and self.shown:
             text = "\r\033[K" + text
         self.stream.write(text + "\n")
+
+
+def report_progress(progress, t: float, duration: float, last: list[float]) -> None:
+    """Call ``progress(t, duration)`` at most every half second of wall time (``last``: [wall s
+    of the previous call], updated), the pace every engine reports at: the bar redraws no faster."""
+    if progress is not None and time.perf_counter() - last[0] > 0.5:
+        last[0] = time.perf_counter()
+        progress(t, duration)

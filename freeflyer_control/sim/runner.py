@@ -37,6 +37,7 @@ from freeflyer_control.physics.state import (
 from freeflyer_control.sim.body_momentum import group_momenta
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.metrics import contact_metrics, run_metrics
+from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 from freeflyer_control.sim.perturbation import Perturbation
 
@@ -311,7 +312,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     log_every = max(1, int(round(config.rate / config.log_rate)))
 
     wall0 = time.perf_counter()
-    last_progress = wall0
+    last_progress = [wall0]
     info = actuation = diverged = None
     t_reached = 0.0
 
@@ -340,9 +341,7 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
                 diverged = exc.reason
                 break
             t_reached = t + dt
-            if progress is not None and time.perf_counter() - last_progress > 0.5:
-                last_progress = time.perf_counter()
-                progress(t, duration)
+            report_progress(progress, t, duration, last_progress)
     wall = time.perf_counter() - wall0
     if diverged is None:
         t_reached = duration

@@ -31,6 +31,7 @@ from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.sim.limits import run_size_problem
+from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import keeps_partial
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.momentum import world_momentum
@@ -117,7 +118,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
 
     wall0 = time.perf_counter()
-    last_progress = wall0
+    last_progress = [wall0]
     k, row = 0, 0
 
     def partial(exc: BaseException):
@@ -134,9 +135,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             row, k = row + done, k_next
             recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, mode, log_q[new],
                                     log_v[new], arm_tau[new], ref_pos[new], ref_vel[new]))
-            if progress is not None and time.perf_counter() - last_progress > 0.5:
-                last_progress = time.perf_counter()
-                progress(min(k * dt, duration), duration)
+            report_progress(progress, min(k * dt, duration), duration, last_progress)
     assert row == rows, (row, rows)
     series = recorder.series()
     wall = time.perf_counter() - wall0
