@@ -210,6 +210,13 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
            "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv))}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
 
+    with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
+        switcher = loop.switcher
+        CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
+                     q, v, mom, M, b, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
+                     out["wheel"], out["wrench"], out["blend"])
+        _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
+
     wall0 = time.perf_counter()
     last_progress = [wall0]
     k, row = 0, 0
@@ -228,16 +235,15 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             code = _MODES.index(switcher.mode)
             previous = -1 if switcher.previous is None or switcher.blend_time == 0.0 else _MODES.index(switcher.previous)
             k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
-            with compile_notice():
-                done = CK.run_ticks(
-                    *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
-                    *ref_args, k, k_next, n_ticks, q, v, mom, M, b, log_every, out["q"][row:], out["v"][row:],
-                    out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:], out["wrench"][row:],
-                    out["blend"][row:])
-                new = slice(row, row + done)
-                out["mode"][new] = code
-                row, k = row + done, k_next
-                recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
+            done = CK.run_ticks(
+                *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
+                *ref_args, k, k_next, n_ticks, q, v, mom, M, b, log_every, out["q"][row:], out["v"][row:],
+                out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:], out["wrench"][row:],
+                out["blend"][row:])
+            new = slice(row, row + done)
+            out["mode"][new] = code
+            row, k = row + done, k_next
+            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
             report_progress(progress, min(k * dt, duration), duration, last_progress)
     assert row == rows, (row, rows)
     series = recorder.series()
