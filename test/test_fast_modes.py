@@ -18,7 +18,13 @@ from freeflyer_control.control.mode_switch import ModeSwitcher
 from freeflyer_control.control.references import BaseReference, JointReference
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.robots import robot_names
-from freeflyer_control.physics.actuators import Actuation, base_wrench_limits, generalized_forces, mode_support
+from freeflyer_control.physics.actuators import (
+    Actuation,
+    base_wrench_limits,
+    generalized_forces,
+    mode_support,
+    thruster_matrix,
+)
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, rotation_from_xyzw
 from freeflyer_control.sim.fast import control_kernels as CK
@@ -113,14 +119,16 @@ def test_mode_effort_is_the_computed_torque_law_in_every_mode(name):
 
 @pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
 def test_compiled_generalized_forces_are_the_actuator_maps(name):
-    """Saturation of arm and wheel torques (wheels at their speed limit included) and the
-    bounded ideal base wrench, turned to base_link axes, as physics.actuators does it."""
+    """Saturation of arm and wheel torques (wheels at their speed limit included) and of the
+    thrusters, and the bounded ideal base wrench turned to base_link axes, as
+    physics.actuators does it."""
     ff = load_robot(name)
     km = kernel_model(ff)
     nb, nv = ff.nb, ff.model.nv
     max_force, max_torque = base_wrench_limits(ff)
     limits = np.asarray(ff.wheel_max_torques, float).reshape(-1)
     speeds = np.asarray(ff.wheel_max_speeds, float).reshape(-1)
+    B, umax = np.ascontiguousarray(thruster_matrix(ff)), np.asarray(ff.thruster_max_forces, float)
     rng = np.random.default_rng(6)
     tau = np.empty(nv)
     for i in range(40):
@@ -128,14 +136,16 @@ def test_compiled_generalized_forces_are_the_actuator_maps(name):
         v[km.wheel_v] = rng.choice([-1.0, 1.0], size=km.wheel_v.size) * speeds * rng.choice([0.5, 1.0, 1.5])
         arm = rng.normal(size=km.arm_v.size) * km.effort * 2
         wheels = rng.normal(size=km.wheel_v.size) * limits * 2
+        thrust = rng.normal(size=umax.size) * umax * (i % 3)  # below 0, within, above the limit
         wrench = rng.normal(size=nb) * (max_force if i % 2 else 1.0)
         if i % 5 == 0:
             wrench[:] = 0.0
         if i % 7 == 0:
             wrench *= 1e200  # the overflow guard of _clip_norm
-        expected = generalized_forces(ff, q, Actuation(arm, wheels, np.zeros(len(ff.thrusters)), wrench), v)
-        CK.generalized_forces(km.planar, nb, q, v, arm, wheels, wrench.copy(), km.arm_v, km.effort, km.wheel_v,
-                              limits, speeds, max_force, max_torque, np.empty((3, 3)), np.empty(nb), tau)
+        expected = generalized_forces(ff, q, Actuation(arm, wheels, thrust, wrench), v)
+        CK.generalized_forces(km.planar, nb, q, v, arm, wheels, thrust, wrench.copy(), km.arm_v, km.effort,
+                              km.wheel_v, limits, speeds, B, umax, max_force, max_torque, np.empty((3, 3)),
+                              np.empty(nb), tau)
         assert np.abs(tau - expected).max() < 1e-12 * max(1.0, np.abs(expected).max())
 
 
@@ -148,10 +158,14 @@ def test_blend_weight_has_one_definition_compiled_as_written():
 
 @pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
 @pytest.mark.parametrize("mode", [m.value for m in MODES])
-def test_closed_loop_in_every_mode_matches_the_python_engine(name, mode):
-    """0.5 s of station-keeping (a base kick to answer) at 1 kHz with ideal base actuation."""
-    assert_same_run(SimConfig(robot=name, mode=mode, maneuver="station-keeping", duration=0.5, rate=1000.0,
-                              base_actuation="ideal", log_rate=100.0))
+@pytest.mark.parametrize("base_actuation", ["thrusters", "ideal"])
+def test_closed_loop_in_every_mode_matches_the_python_engine(name, mode, base_actuation):
+    """0.5 s of station-keeping (a base kick to answer) at 1 kHz, the base wrench through the
+    thrusters (the allocator saturates spatial_6link's at 1 N) or ideal."""
+    fast = assert_same_run(SimConfig(robot=name, mode=mode, maneuver="station-keeping", duration=0.5,
+                                     rate=1000.0, base_actuation=base_actuation, log_rate=100.0))
+    fired = np.abs(fast.series["thruster_forces"]).max() > 0.0
+    assert fired == (base_actuation == "thrusters" and mode not in ("floating", "rotation-floating"))
 
 
 def test_mode_schedule_switches_blend_and_refusals_match_the_python_engine():
@@ -189,27 +203,24 @@ def test_schedule_entries_are_due_on_the_tick_the_python_loop_applies_them(t_swi
 
 
 def test_not_covered_names_what_stays_on_the_python_engine():
-    assert not_covered(SimConfig(mode="flying", base_actuation="ideal")) is None
-    assert not_covered(SimConfig(mode="rotation-floating")) is None  # wheels only: no thrust
-    assert not_covered(SimConfig(mode_schedule=[(0.0, "floating"), (1.0, "rotation-floating")])) is None
-    assert not_covered(SimConfig(mode="flying")) == (
-        "thruster allocation of the base wrench in mode flying (not compiled yet; --base-actuation ideal is)")
-    assert not_covered(SimConfig(mode_schedule=[(0.0, "floating"), (1.0, "translation-flying")])) == (
-        "thruster allocation of the base wrench in mode translation-flying (not compiled yet; "
-        "--base-actuation ideal is)")
+    for mode in MODES:
+        for base_actuation in ("thrusters", "ideal"):
+            assert not_covered(SimConfig(mode=mode.value, base_actuation=base_actuation)) is None
+    assert not_covered(SimConfig(mode_schedule=[(0.0, "floating"), (1.0, "flying")])) is None
     assert not_covered(SimConfig(maneuver="ee-point")) == (
         "maneuver ee-point (only the joint maneuvers wilde and station-keeping are compiled)")
     assert not_covered(SimConfig(maneuver="ee-point", controller="resolved_rate")) == (
         "controller resolved_rate (only computed_torque is compiled)")
-    with pytest.raises(NotCovered, match="does not cover thruster allocation"):
-        run_fast(SimConfig(mode="rotation-flying"))
+    with pytest.raises(NotCovered, match="does not cover maneuver ee-circle"):
+        run_fast(SimConfig(mode="rotation-flying", maneuver="ee-circle"))
 
 
-def test_auto_engine_takes_the_compiled_path_for_a_covered_mode():
-    config = SimConfig(robot="planar_4link", mode="translation-flying", maneuver="station-keeping",
-                       duration=0.05, rate=1000.0, base_actuation="ideal")
-    assert run_simulation(config).summary["engine"] == "compiled (numba)"
-    assert run_simulation(SimConfig(robot="planar_4link", mode="flying", duration=0.05)).summary["engine"] == "python"
+def test_auto_engine_takes_the_compiled_path_for_every_mode_with_thrusters():
+    for mode in ("translation-flying", "flying"):
+        config = SimConfig(robot="planar_4link", mode=mode, maneuver="station-keeping", duration=0.05, rate=1000.0)
+        assert run_simulation(config).summary["engine"] == "compiled (numba)"
+    assert run_simulation(SimConfig(robot="planar_4link", maneuver="ee-point", duration=0.05)).summary["engine"] == \
+        "python"
 
 
 def test_compile_notice_tells_the_user_only_when_the_first_call_is_slow(monkeypatch):

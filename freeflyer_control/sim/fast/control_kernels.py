@@ -13,7 +13,9 @@ What the Python path does, per tick, and where it is defined there:
   (``rotation_floating_forces``) (:func:`mode_effort`);
 * the bumpless blend after a mode switch (``control/mode_switch.py: blend_weight``, compiled
   from that same definition) and ``ControlEffort.blend``;
-* the actuator map with ideal base actuation (``control/effort.py: ActuatorMapper``) and the
+* the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
+  through the allocator (``control/allocation_kernel.py: allocate_forces``, compiled from that
+  same definition, which ``ThrusterAllocator`` runs too), or as an ideal bounded wrench; and the
   saturation of ``physics/actuators.py: generalized_forces`` (:func:`generalized_forces`).
 
 The matrix laws are written a second time here, in scalar loops: their Python definitions are
@@ -24,7 +26,9 @@ round-off, and closed loops in every mode against the Python engine.
 
 Mode codes are indices in ``list(Mode)``: 0 floating, 1 rotation-floating, 2 rotation-flying,
 3 translation-flying, 4 flying. Base coordinates are Pinocchio's (base_link axes); commanded
-ones are the contiguous range c0:c1 of them (``physics.modes.base_partition``).
+ones are the contiguous range c0:c1 of them (``physics.modes.base_partition``). Base
+actuation codes: 0 none (a robot without thrusters: the wrench is dropped), 1 ideal, 2
+thrusters (``control.effort.BASE_ACTUATION``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
+from freeflyer_control.sim.fast.allocation import allocate_forces
 from freeflyer_control.sim.fast.kernels import (
     _JIT,
     TS_PREC,
@@ -49,6 +54,7 @@ from freeflyer_control.sim.fast.kernels import (
 )
 
 ROTATION_FLOATING = 1
+BASE_NONE, BASE_IDEAL, BASE_THRUSTERS = 0, 1, 2
 
 # The blend weight has one definition, in control/mode_switch.py; compiled here as it is.
 blend_weight_compiled = njit(**_JIT)(blend_weight)
@@ -395,11 +401,12 @@ def limit_base_wrench(planar, w, max_force, max_torque):
 
 
 @njit(**_JIT)
-def generalized_forces(planar, nb, q, v, arm, wheels, wrench_world, arm_v, effort, wheel_v, wheel_limit,
-                       wheel_speed, max_force, max_torque, Rb, w, tau):
+def generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench_world, arm_v, effort, wheel_v, wheel_limit,
+                       wheel_speed, B, thrust_max, max_force, max_torque, Rb, w, tau):
     """tau (nv,) = ``physics.actuators.generalized_forces`` of the held commands at (q, v):
     arm torques clipped to the effort limits, wheel torques to their limits (zero where a
-    wheel at its speed limit would be pushed faster), the ideal base wrench (world axes)
+    wheel at its speed limit would be pushed faster), thruster forces to [0, thrust_max] N
+    through B (nb, n: base_link wrench per newton), the ideal base wrench (world axes)
     bounded and turned to base_link axes. ``w`` (nb,): scratch."""
     for k in range(tau.shape[0]):
         tau[k] = 0.0
@@ -411,6 +418,11 @@ def generalized_forces(planar, nb, q, v, arm, wheels, wrench_world, arm_v, effor
         if abs(speed) >= wheel_speed[j] and t * speed > 0.0:
             t = 0.0
         tau[wheel_v[j]] = t
+    for j in range(thrust.shape[0]):
+        f = min(max(thrust[j], 0.0), thrust_max[j])
+        if f != 0.0:
+            for r in range(nb):
+                tau[r] += B[r, j] * f
     any_wrench = False
     for k in range(nb):
         w[k] = wrench_world[k]
@@ -419,35 +431,46 @@ def generalized_forces(planar, nb, q, v, arm, wheels, wrench_world, arm_v, effor
     if not any_wrench:
         return
     limit_base_wrench(planar, w, max_force, max_torque)
+    world_to_local(planar, q, w, Rb, w)
+    for k in range(nb):
+        tau[k] += w[k]
+
+
+@njit(**_JIT)
+def world_to_local(planar, q, w, Rb, out):
+    """out (nb,) = ``physics.actuators.world_wrench_to_local``: a base wrench about the
+    base_link origin from world axes to base_link axes (out may be w)."""
     base_rotation(planar, q, Rb)
     if planar:
-        tau[0] += Rb[0, 0] * w[0] + Rb[1, 0] * w[1]
-        tau[1] += Rb[0, 1] * w[0] + Rb[1, 1] * w[1]
-        tau[2] += w[2]
+        fx = Rb[0, 0] * w[0] + Rb[1, 0] * w[1]
+        fy = Rb[0, 1] * w[0] + Rb[1, 1] * w[1]
+        out[0], out[1], out[2] = fx, fy, w[2]
         return
+    f0, f1, f2, m0, m1, m2 = w[0], w[1], w[2], w[3], w[4], w[5]
     for a in range(3):
-        tau[a] += Rb[0, a] * w[0] + Rb[1, a] * w[1] + Rb[2, a] * w[2]
-        tau[3 + a] += Rb[0, a] * w[3] + Rb[1, a] * w[4] + Rb[2, a] * w[5]
+        out[a] = Rb[0, a] * f0 + Rb[1, a] * f1 + Rb[2, a] * f2
+        out[3 + a] = Rb[0, a] * m0 + Rb[1, a] * m1 + Rb[2, a] * m2
 
 
 @njit(**_JIT)
 def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, is_wheel, effort,
-              wheel_limit, wheel_speed, max_force, max_torque, ideal, kp, kd, gains, p_d, R_d,
-              mode, previous, switched_at, blend_time, cmd,
+              wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
+              kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
               q, v, mom, M, b, log_every, log_q, log_v, out_arm, out_pos, out_vel, out_wheel,
-              out_wrench, out_blend):
+              out_wrench, out_thrust, out_blend):
     """Control ticks k0 .. k1-1 in lockstep with the plant, in ``mode`` (blended from
     ``previous``, -1 for none, since ``switched_at`` s over ``blend_time`` s). State q, v and
     world momentum mom are updated in place; M, b: M(q), b(q, v) of the plant model on entry
     and on exit. cmd[m] = (c0, c1): the commanded base coordinates of mode m.
 
-    ``ideal``: the base wrench acts as an ideal bounded wrench (else the mode schedule has no
-    base wrench: floating and rotation-floating, whose efforts have none). Every tick with
-    k % log_every == 0 or k == n_ticks is logged to the next row: the state it was computed
-    from, the arm and wheel torques and the base wrench (world) before saturation, the joint
-    reference and the blend weight. Stops after the control of tick n_ticks. Returns the number
-    of rows written.
+    ``base_actuation`` (a code, see the module docstring) maps the base wrench: to the
+    thrusters through ``alloc`` = (B, A2, u, params, work, iwork) of the controller's
+    allocator (``allocation_kernel.allocator_arrays``); the plant applies them with its own
+    B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
+    logged to the next row: the state it was computed from, the arm and wheel torques, the
+    thruster forces and the base wrench (world) before saturation, the joint reference and the
+    blend weight. Stops after the control of tick n_ticks. Returns the number of rows written.
     """
     nv = v.shape[0]
     nq = q.shape[0]
@@ -464,6 +487,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         wheel_rel[j] = wheel_v[j] - nb
     arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
     arm0, wheels0, wrench0 = np.empty(na), np.empty(nw), np.empty(nb)
+    B, A2, umax, params, work, iwork = alloc
+    thrust = np.zeros(B.shape[1])
+    w_local = np.empty(nb)
     tau = np.zeros(nv)
     wsc = np.empty(nb)
     Rb = np.empty((3, 3))
@@ -503,7 +529,18 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
                 wheels[j] = (1 - s) * wheels0[j] + s * wheels[j]
             for j in range(nb):
                 wrench[j] = (1 - s) * wrench0[j] + s * wrench[j]
+        any_wrench = False
+        for j in range(nb):
+            if wrench[j] != 0.0:
+                any_wrench = True
+        for j in range(thrust.shape[0]):
+            thrust[j] = 0.0
+        if base_actuation == BASE_THRUSTERS and any_wrench:
+            world_to_local(planar, q, wrench, Rb, w_local)
+            allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
         if k % log_every == 0 or k == n_ticks:
+            for j in range(thrust.shape[0]):
+                out_thrust[row, j] = thrust[j]
             for j in range(na):
                 out_arm[row, j] = arm[j]
                 out_pos[row, j] = pos[j]
@@ -518,12 +555,12 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
             row += 1
         if k == n_ticks:
             return row
-        if not ideal:
+        if base_actuation != BASE_IDEAL:  # the thrusters carry it, or nothing does
             for j in range(nb):
                 wrench[j] = 0.0
         for _ in range(substeps):
-            generalized_forces(planar, nb, q, v, arm, wheels, wrench, arm_v, effort, wheel_v, wheel_limit,
-                               wheel_speed, max_force, max_torque, Rb, wsc, tau)
+            generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench, arm_v, effort, wheel_v, wheel_limit,
+                               wheel_speed, B_plant, thrust_max, max_force, max_torque, Rb, wsc, tau)
             plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
             q[:] = qn
             v[:] = vn

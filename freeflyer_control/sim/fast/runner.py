@@ -4,13 +4,11 @@ with plant and controller in one compiled loop (needs numba).
 Covered (:func:`not_covered` says why not otherwise): the computed-torque controller on a
 joint-space maneuver (``wilde``, ``station-keeping``) in every maneuvering mode, with mode
 schedules (run-time switches, blended as :class:`~freeflyer_control.control.mode_switch.ModeSwitcher`
-does), reaction wheels (rotation-floating: as many wheels as attitude axes), any mass error of
-the controller's model, robots whose joints the kernels implement; base actuation ``ideal``
-(the bounded wrench of ``physics.actuators``), or ``thrusters`` while only floating and
-rotation-floating are flown (their law commands no base wrench, so the thrusters stay off).
-Not covered: the thruster allocation of the base wrench (rotation-flying, translation-flying
-and flying with thrusters), the end-effector maneuvers and the other controllers, dispersed
-runs (perturbations). The plant's divergence check is not compiled (docs/conventions.md).
+does), reaction wheels (rotation-floating: as many wheels as attitude axes), the base wrench
+through the thrusters (the allocator's one definition, compiled) or as an ideal bounded wrench,
+any mass error of the controller's model, robots whose joints the kernels implement. Not
+covered: the end-effector maneuvers and the other controllers, dispersed runs
+(perturbations). The plant's divergence check is not compiled (docs/conventions.md).
 
 Logging is compiled too: the loop stores (q, v), the efforts and the reference at the log
 rate, and the Recorder's series are computed from them after each compiled chunk of ticks
@@ -40,8 +38,9 @@ from freeflyer_control.control.maneuvers import (
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
-from freeflyer_control.physics.actuators import base_wrench_limits
-from freeflyer_control.physics.modes import Mode, base_partition, spec
+from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
+from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
+from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.state import rotation_from_xyzw
 from freeflyer_control.sim.fast import control_kernels as CK
@@ -54,6 +53,7 @@ from freeflyer_control.sim.stream import keeps_partial
 
 _REF_KINDS = {"wilde": 1, "station-keeping": 0}
 _MODES = list(Mode)  # mode codes of the kernels: indices in this list
+_BASE_ACTUATION = {"none": CK.BASE_NONE, "ideal": CK.BASE_IDEAL, "thrusters": CK.BASE_THRUSTERS}
 # Wall seconds of the first compiled call after which the user is told the kernels are being
 # compiled: loading them from numba's cache takes ~0.5 s, compiling them 30-90 s.
 COMPILE_NOTICE_AFTER_S = 1.5
@@ -67,13 +67,6 @@ def not_covered(config) -> str | None:
         return f"controller {config.controller} (only computed_torque is compiled)"
     if config.maneuver not in _REF_KINDS:
         return f"maneuver {config.maneuver} (only the joint maneuvers wilde and station-keeping are compiled)"
-    if config.base_actuation == "thrusters":
-        flown = [Mode.parse(config.mode)] + [Mode.parse(m) for _, m in config.mode_schedule]
-        pushed = [m.value for m in flown if spec(m).commands_translation or
-                  (spec(m).commands_attitude and not spec(m).needs_wheels)]
-        if pushed:
-            return (f"thruster allocation of the base wrench in mode {pushed[0]} (not compiled yet; "
-                    "--base-actuation ideal is)")
     return None
 
 
@@ -117,6 +110,17 @@ def compile_notice(stream=None, after: float = COMPILE_NOTICE_AFTER_S):
         _compiled["done"] = True
         if told.is_set():
             print(f"freeflyer sim: kernels compiled in {time.perf_counter() - t0:.0f} s", file=stream, flush=True)
+
+
+def _allocator(loop, nb: int) -> tuple:
+    """(B, A2, u, params, work, iwork) of the control loop's thruster allocator, the arrays its
+    compiled kernel takes (zero thrusters where the robot has none)."""
+    alloc = loop.mapper.allocator
+    if alloc is None:
+        B, A2, u, params = allocator_arrays(np.zeros((nb, 0)), np.zeros(0))
+        return (B, A2, u, params, *allocation_workspace(nb, 0))
+    arrays = allocator_arrays(alloc.B, alloc.max_forces, alloc.fuel_optimal, alloc.achievable_rtol)
+    return (*arrays, *allocation_workspace(alloc.nb, alloc.n))
 
 
 def _due_tick(t_switch: float, dt: float) -> int:
@@ -196,7 +200,9 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
         kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
         kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, is_wheel, kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
-        float(max_force), float(max_torque), config.base_actuation == "ideal", kp, kd, gains,
+        float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], _allocator(loop, nb),
+        np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
+        np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
             rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
@@ -207,6 +213,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     rows = logged.size
     out = {"arm": np.empty((rows, na)), "pos": np.empty((rows, na)), "vel": np.empty((rows, na)),
            "wheel": np.empty((rows, nw)), "wrench": np.empty((rows, nb)), "blend": np.empty(rows),
+           "thrust": np.zeros((rows, len(ff.thrusters))),  # stays zero without an allocator (ideal, none)
            "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv))}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
 
@@ -214,7 +221,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
         switcher = loop.switcher
         CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
                      q, v, mom, M, b, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
-                     out["wheel"], out["wrench"], out["blend"])
+                     out["wheel"], out["wrench"], out["thrust"], out["blend"])
         _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
@@ -239,7 +246,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
                 *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
                 *ref_args, k, k_next, n_ticks, q, v, mom, M, b, log_every, out["q"][row:], out["v"][row:],
                 out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:], out["wrench"][row:],
-                out["blend"][row:])
+                out["thrust"][row:], out["blend"][row:])
             new = slice(row, row + done)
             out["mode"][new] = code
             row, k = row + done, k_next
@@ -290,7 +297,7 @@ def _series(ff, km, columns, t, out, new) -> dict[str, np.ndarray]:
     series["arm_torques"][:] = out["arm"][new]
     series["wheel_torques"][:] = out["wheel"][new]
     series["base_wrench_world"][:] = out["wrench"][new]
-    series["thruster_forces"][:] = 0.0  # covered runs never fire them (see not_covered)
+    series["thruster_forces"][:] = out["thrust"][new]
     series["ee_targets"][:] = np.nan
     series["sigma_min"][:] = np.nan
     series["blend"][:, 0] = out["blend"][new]
