@@ -170,7 +170,8 @@ def main(argv=None) -> int:
     parser.add_argument("--robots", nargs="+", default=["spatial_6link", "planar_4link"])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batch", type=int, default=200)
-    parser.add_argument("--sim-seconds", type=float, default=10.0)
+    parser.add_argument("--sim-seconds", type=float, default=None,
+                        help="simulated s per run (default 10; with --matrix, of the Python-engine runs: 0.5)")
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--matrix", action="store_true",
                         help="every mode, controller, maneuver and base actuation on spatial_6link instead")
@@ -179,11 +180,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.matrix:
         before = cpu_times()
-        sim_matrix("spatial_6link", args.sim_seconds, args.compiled_seconds, args.rate)
+        sim_matrix("spatial_6link", args.sim_seconds or 0.5, args.compiled_seconds, args.rate)
         print(load_during(before, cpu_times()))
         print("\n".join(machine_facts()))
         return 0
 
+    args.sim_seconds = args.sim_seconds or 10.0
     rng = np.random.default_rng(0)
     cases = [c for name in args.robots for c in control_cases(name, rng)]
     before = cpu_times()
