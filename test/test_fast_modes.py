@@ -168,13 +168,15 @@ def test_closed_loop_in_every_mode_matches_the_python_engine(name, mode, base_ac
     assert fired == (base_actuation == "thrusters" and mode not in ("floating", "rotation-floating"))
 
 
-def test_mode_schedule_switches_blend_and_refusals_match_the_python_engine():
+@pytest.mark.parametrize("base_actuation", ["ideal", "thrusters"])
+def test_mode_schedule_switches_blend_and_refusals_match_the_python_engine(base_actuation):
     """Every mode in one wilde run, switched mid-blend, with a refused switch (already in the
-    mode): same torques through every blend, same history, same final mode."""
+    mode): same torques (and thruster forces) through every blend, same history, same final
+    mode."""
     schedule = [(0.0, "rotation-floating"), (0.3, "flying"), (0.8, "translation-flying"), (1.2, "floating"),
                 (1.25, "floating"), (1.5, "rotation-flying")]
     fast = assert_same_run(SimConfig(robot="spatial_6link", maneuver="wilde", duration=2.0, rate=1000.0,
-                                     base_actuation="ideal", mode_schedule=schedule, log_rate=100.0))
+                                     base_actuation=base_actuation, mode_schedule=schedule, log_rate=100.0))
     assert [s["accepted"] for s in fast.summary["mode_switches"]] == [True, True, True, False, True]
     blend = fast.series["blend"]
     assert blend.min() == 0.0 and ((blend > 0.0) & (blend < 1.0)).any()  # the blends were logged

@@ -163,8 +163,8 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     n_att = 1 if ff.base == "planar" else 3
     flies_wheels = Mode.ROTATION_FLOATING.value in [mode0] + [m for _, m in schedule]
     if flies_wheels and kp_model.wheel_v.size not in (0, n_att):
-        raise NotCovered(f"the compiled path does not cover rotation-floating with {kp_model.wheel_v.size} "
-                         f"wheels for {n_att} attitude axes (a least-squares wheel solve)")
+        raise NotCovered(f"rotation-floating with {kp_model.wheel_v.size} wheels for {n_att} attitude axes "
+                         "is not compiled (a least-squares wheel solve)")
 
     state = initial_state(ff, config, maneuver)  # joint maneuvers only: no ready pose here
 
