@@ -12,12 +12,14 @@ and then the real-time factor of ``freeflyer sim`` (``run_simulation``: plant + 
 logging in lockstep) at 1 kHz, for the robots given.
 
 ``--matrix`` instead runs ``freeflyer sim`` at ``--rate`` on spatial_6link for every mode,
-controller and maneuver (thrusters; the wheels in rotation-floating), ``--sim-seconds`` each,
-on the engine ``run_simulation`` picks by default, and prints each run's real-time factor.
+controller, maneuver and base actuation (thrusters, ideal; the wheels in rotation-floating), on
+the engine ``run_simulation`` picks by default, and prints each run's engine, real-time factor
+and, for the Python engine, why the compiled one does not cover it (``--compiled-seconds``
+simulated on the compiled engine, ``--sim-seconds`` on the Python one).
 
     python bench/bench_control.py [--robots spatial_6link planar_4link] [--sim-seconds 10]
     python bench/bench_control.py --robots spatial_7dof --sim-seconds 1   # the impedance tick
-    python bench/bench_control.py --matrix [--sim-seconds 1]
+    python bench/bench_control.py --matrix [--sim-seconds 0.5] [--compiled-seconds 10]
 """
 
 from __future__ import annotations
@@ -117,25 +119,50 @@ def sim_rtf(name: str, seconds: float, rate: float, fast: bool) -> tuple[float, 
     return result.summary["real_time_factor"], wall
 
 
-def sim_matrix(robot: str, seconds: float, rate: float) -> None:
-    """Real-time factor of every mode x controller x maneuver (default engine choice)."""
+def sim_matrix(robot: str, seconds: float, compiled_seconds: float, rate: float) -> None:
+    """Real-time factor of every mode x controller x maneuver x base actuation, on the engine
+    ``run_simulation`` picks by default (the compiled one where it covers the run, with
+    ``compiled_seconds`` simulated so that its start-up does not dominate; ``seconds`` on the
+    Python engine), with the reason a run stays on the Python engine."""
     from freeflyer_control.control.maneuvers import MANEUVERS
     from freeflyer_control.physics.modes import Mode
 
-    print(f"| mode | controller | maneuver | engine | real-time factor at {rate:g} Hz |")
-    print("|---|---|---|---|---:|")
+    not_covered = None
+    if fast_path.available():
+        from freeflyer_control.sim.fast.runner import not_covered, warm_up
+
+        print(f"compiled engine (numba): JIT warm-up (compile or cache load) {warm_up():.2f} s")
+    else:
+        print("compiled engine: numba not installed (pip install '.[fast]'), Python engine only")
+    print()
+    print(f"| mode | controller | maneuver | base actuation | engine | simulated s | "
+          f"real-time factor at {rate:g} Hz | why not compiled |")
+    print("|---|---|---|---|---|---:|---:|---|")
+    rtf: dict[str, list[float]] = {}
+    refused = 0
     for mode in Mode:
         for controller in ("computed_torque", "resolved_rate"):
             for maneuver in MANEUVERS:
-                config = SimConfig(robot=robot, mode=mode.value, controller=controller,
-                                   maneuver=maneuver, duration=seconds, rate=rate)
-                try:
-                    summary = run_simulation(config).summary
-                except ValueError as exc:
-                    print(f"| {mode.value} | {controller} | {maneuver} | refused: {str(exc).split(';')[0]} | |")
-                    continue
-                print(f"| {mode.value} | {controller} | {maneuver} | {summary['engine']} | "
-                      f"{summary['real_time_factor']:.1f} |", flush=True)
+                for actuation in ("thrusters", "ideal"):
+                    config = SimConfig(robot=robot, mode=mode.value, controller=controller, maneuver=maneuver,
+                                       rate=rate, base_actuation=actuation)
+                    why = not_covered(config) if not_covered is not None else "numba not installed"
+                    config.duration = seconds if why else compiled_seconds
+                    row = f"| {mode.value} | {controller} | {maneuver} | {actuation} |"
+                    try:
+                        summary = run_simulation(config).summary
+                    except ValueError as exc:
+                        refused += 1
+                        print(f"{row} refused: {str(exc).split(';')[0]} | | | |")
+                        continue
+                    rtf.setdefault(summary["engine"], []).append(summary["real_time_factor"])
+                    print(f"{row} {summary['engine']} | {config.duration:g} | {summary['real_time_factor']:.1f} | "
+                          f"{why or ''} |", flush=True)
+    print()
+    for engine, values in rtf.items():
+        print(f"{engine}: {len(values)} runs, real-time factor min {min(values):.1f}, median "
+              f"{float(np.median(values)):.1f}, max {max(values):.1f}")
+    print(f"refused by design: {refused} runs")
 
 
 def main(argv=None) -> int:
@@ -143,18 +170,22 @@ def main(argv=None) -> int:
     parser.add_argument("--robots", nargs="+", default=["spatial_6link", "planar_4link"])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batch", type=int, default=200)
-    parser.add_argument("--sim-seconds", type=float, default=10.0)
+    parser.add_argument("--sim-seconds", type=float, default=None,
+                        help="simulated s per run (default 10; with --matrix, of the Python-engine runs: 0.5)")
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--matrix", action="store_true",
-                        help="every mode, controller and maneuver on spatial_6link instead")
+                        help="every mode, controller, maneuver and base actuation on spatial_6link instead")
+    parser.add_argument("--compiled-seconds", type=float, default=10.0,
+                        help="with --matrix: simulated s of the runs the compiled engine takes")
     args = parser.parse_args(argv)
     if args.matrix:
         before = cpu_times()
-        sim_matrix("spatial_6link", args.sim_seconds, args.rate)
+        sim_matrix("spatial_6link", args.sim_seconds or 0.5, args.compiled_seconds, args.rate)
         print(load_during(before, cpu_times()))
         print("\n".join(machine_facts()))
         return 0
 
+    args.sim_seconds = args.sim_seconds or 10.0
     rng = np.random.default_rng(0)
     cases = [c for name in args.robots for c in control_cases(name, rng)]
     before = cpu_times()

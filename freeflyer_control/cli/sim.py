@@ -74,8 +74,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-rate", type=LOG_RATE, default=50.0, help="samples per second written")
     p.add_argument("--q0", metavar="JSON", help="initial joint angles (default: see docs)")
     p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
-                   help="compiled: the numba lockstep (pip extra 'fast'; floating mode, computed "
-                        "torque, joint maneuvers); auto: compiled when it applies (default)")
+                   help="compiled: the numba lockstep (pip extra 'fast'; computed torque on the joint "
+                        "maneuvers wilde and station-keeping, every mode, mode schedules, wheels, thrusters "
+                        "or ideal base actuation); auto: compiled when it applies, else python (default)")
     p.add_argument("--via-testbed", metavar="CONFIG", nargs="?", const="planar_4link",
                    help="close the loop through the emulated testbed of this testbed config (a .yaml "
                         "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "

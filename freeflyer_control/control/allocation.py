@@ -39,13 +39,25 @@ No ROS here. To allocate a wrench given in world axes, convert it first with
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from freeflyer_control.control.allocation_kernel import (
+    SATURATED,
+    STAGE1_GUARD,
+    allocation_workspace,
+    snap_tolerance,
+    allocator_arrays,
+)
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import thruster_matrix
+
+_log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------------------------
 # Allocation
@@ -84,6 +96,23 @@ class _Subset:
     descent: list[float] | None = None  # a null-space direction along which c.x falls (or is flat)
     reduced: list[float] | None = None  # (n,) reduced costs c - A^T pinv^T c[idx], for a basis
     tableau: np.ndarray | None = None  # (k, n) pinv @ A: basic values per unit of each column
+    cond: float = 1.0  # s_max / s_min of a basis
+
+
+def _flat_direction(projector: np.ndarray, rank: int) -> np.ndarray:
+    """Where the cost is flat along the null space of a subset's columns: the null-space part
+    (I - pinv A_S A_S) e_q of the first unit vector e_q whose part has at least half the mean
+    squared norm (k - rank) / k, so it is far from zero. ``projector`` = pinv(A_S) A_S.
+
+    Any null direction would do; this rule is the one the compiled kernel uses
+    (allocation_kernel.least_fuel), so both paths pick the same vertex among ties."""
+    k = projector.shape[0]
+    for q in range(k):
+        d = -projector[:, q]
+        d[q] += 1.0
+        if d @ d >= 0.5 * (k - rank) / k:
+            break
+    return d
 
 
 class _SubsetCache:
@@ -124,17 +153,51 @@ class _SubsetCache:
         pinv = (Vt[:rank].T / s[:rank]) @ U[:, :rank].T
         null = Vt[rank:].T.copy()
         descent = reduced = tableau = None
+        cond = 1.0
         if c is not None:
             if rank < k:
                 cf = c[idx]
                 d = -(null @ (null.T @ cf))
                 if cf @ d > -1e-12 * np.abs(cf).sum():
-                    d = null[:, 0]  # the cost is flat along the null space: any direction will do
+                    d = _flat_direction(pinv @ A[:, idx], rank)
                 descent = d.tolist()
             elif rank == k == m:  # a basis
                 reduced = (c - A.T @ (pinv.T @ c[idx])).tolist()
                 tableau = pinv @ A
-        return _Subset(idx, cols, outside, pinv, null, rank, descent, reduced, tableau)
+                cond = float(s[0] / s[rank - 1])
+        return _Subset(idx, cols, outside, pinv, null, rank, descent, reduced, tableau, cond)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_kernel():
+    """allocation_kernel.allocate_forces compiled by numba, or None without numba. The first
+    use on a machine compiles it (about 5-10 s, then cached on disk): the log says so while it
+    happens."""
+    from freeflyer_control.sim import fast
+
+    if not fast.available():
+        return None
+    from numba.core import event
+
+    from freeflyer_control.sim.fast.allocation import allocate_forces
+
+    class _Notice(event.Listener):
+        told = False
+
+        def on_start(self, ev):
+            if not self.told:  # one event per compiled function: say it once
+                self.told = True
+                _log.warning("compiling the thruster allocator (numba, first use on this machine, "
+                             "about 10 s; cached for later runs)")
+
+        def on_end(self, ev):
+            pass
+
+    nb_n = allocation_workspace(3, 1)
+    with event.install_listener("numba:compile", _Notice()):
+        allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(6), np.zeros(3),
+                        np.zeros(1), *nb_n)
+    return allocate_forces
 
 
 class ThrusterAllocator:
@@ -209,6 +272,11 @@ class ThrusterAllocator:
         colnorm = np.linalg.norm(B, axis=0)
         self._wrench_scale = float(colnorm @ u)
         self._colnorm_max = float(colnorm.max()) if self.n else 0.0
+        self._compiled = _compiled_kernel() if self.n else None
+        if self._compiled is not None:
+            self._arrays = allocator_arrays(B, u, fuel_optimal, achievable_rtol)
+            self._work = allocation_workspace(self.nb, self.n)
+            self._lock = threading.Lock()  # the scratch is shared; the kernel releases the GIL
 
     def allocate(self, wrench_base: np.ndarray) -> Allocation:
         """Thruster forces for ``wrench_base``: the desired base wrench (nb,) in base_link
@@ -226,7 +294,19 @@ class ThrusterAllocator:
             raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
         if self.n == 0:
             return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
+        if self._compiled is not None:
+            f = np.empty(self.n)
+            w = np.ascontiguousarray(w)
+            with self._lock:
+                status = self._compiled(*self._arrays, w, f, *self._work)
+            if not status & STAGE1_GUARD:
+                achieved = self.B.dot(f)
+                return Allocation(f, achieved, achieved - w, bool(status & SATURATED))
+        return self._allocate_lists(w)
 
+    def _allocate_lists(self, w: np.ndarray) -> Allocation:
+        """``allocate`` without numba (or after the kernel's stage-1 guard tripped): the same
+        algorithm on Python lists with cached subset SVDs."""
         f = self._bounded_least_squares(w)
         achieved = self.B.dot(f)
         r = achieved - w
@@ -409,12 +489,13 @@ class ThrusterAllocator:
                     enter = j
                     break
             if enter < 0:
-                # Basic forces a rounding error away from a bound go onto it (no 1e-18 N
-                # commands to valves); this moves the wrench by ~1e-12 of the forces at most.
-                snap = 1e-12 * max(xB, default=0.0)
+                # Basic forces a rounding error (~eps cond |x|) away from a bound go onto it
+                # (no 1e-18 N commands to valves).
+                rel = snap_tolerance(sub.cond)
+                snap = rel * max(xB, default=0.0)
                 for j in sub.cols:
                     xj = xl[j]
-                    xl[j] = 0.0 if xj <= snap else (u[j] if xj >= u[j] * (1 - 1e-12) else xj)
+                    xl[j] = 0.0 if xj <= snap else (u[j] if xj >= u[j] * (1 - rel) else xj)
                 return np.array(xl)
             s = 1.0 if xl[enter] == 0.0 else -1.0  # raise it from 0, or lower it from u
             col = sub.tableau[:, enter].tolist()

@@ -86,11 +86,21 @@ class ModeSwitcher:
         (smoothstep, so the effort's rate of change is continuous too)."""
         if self.previous is None or self.blend_time == 0.0:
             return 1.0
-        x = (t - self.switched_at) / self.blend_time
-        if x >= 1.0:
-            return 1.0
-        x = max(x, 0.0)
-        return x * x * (3.0 - 2.0 * x)
+        return blend_weight(t, self.switched_at, self.blend_time)
+
+
+def blend_weight(t, switched_at, blend_time):
+    """Weight of the new mode's effort at ``t`` (s) after a switch at ``switched_at`` (s) with a
+    blend of ``blend_time`` > 0 s: smoothstep from 0 to 1.
+
+    Plain scalar arithmetic on purpose: the compiled simulation engine compiles this same
+    function (numba), so the blend has one definition.
+    """
+    x = (t - switched_at) / blend_time
+    if x >= 1.0:
+        return 1.0
+    x = max(x, 0.0)
+    return x * x * (3.0 - 2.0 * x)
 
 
 # ---------------------------------------------------------------------------------------------

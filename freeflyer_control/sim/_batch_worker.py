@@ -1,6 +1,6 @@
 """Imported once by :func:`freeflyer_control.sim.batch.run_batch`'s fork server, before it forks
 any worker: the simulation modules, and the compiled engine's kernels loaded from numba's cache
-(compiled there on first use, 30-50 s once per machine), so that every worker starts with them
+(compiled there on first use, 30-80 s once per machine), so that every worker starts with them
 instead of loading them itself (~0.3-1 s each on a busy machine)."""
 
 from freeflyer_control.sim import fast

@@ -9,7 +9,7 @@ Pinocchio calls that hold the GIL, so threads would not run them side by side.
 Workers are forked from a server process that has already imported the simulation and loaded
 the compiled engine (POSIX ``forkserver``; :mod:`._batch_worker`), so a worker starts in
 milliseconds and no worker inherits the caller's threads. Where numba's cache is cold (the first
-compiled run on a machine), the fork server compiles the kernels once (30-50 s) before the first
+compiled run on a machine), the fork server compiles the kernels once (30-80 s) before the first
 batch's workers start.
 A worker sends back the time series and the summary; the robot model (not picklable in every
 Pinocchio build) is loaded once per distinct robot in the caller.

@@ -1,4 +1,4 @@
-"""numba-compiled rigid-body algorithms, plant step and computed-torque law (zero gravity).
+"""numba-compiled rigid-body algorithms and plant step (zero gravity).
 
 Conventions are Pinocchio's (see :mod:`freeflyer_control.physics.state`): motions and forces
 are 6-vectors [linear; angular] in the body (joint) frame; a body's placement (R, p) maps its
@@ -8,9 +8,9 @@ frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
 composite rigid inertias), forward dynamics as a Cholesky solve of M a = tau - b (n <= ~20),
 the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
-quaternions, SE(2), SO(2)), the RKMK4 plant step with momentum projection of
-:class:`~freeflyer_control.physics.plant.Plant`, and the floating-mode computed-torque law of
-:class:`~freeflyer_control.control.computed_torque.ComputedTorque`.
+quaternions, SE(2), SO(2)) and the RKMK4 plant step with momentum projection of
+:class:`~freeflyer_control.physics.plant.Plant`. The control law and the lockstep loop are in
+:mod:`.control_kernels`.
 """
 
 from __future__ import annotations
@@ -677,71 +677,7 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
 
 
 # ---------------------------------------------------------------------------------------------
-# Computed torque, floating mode (control/computed_torque.py)
-
-
-@njit(**_JIT)
-def computed_torque_floating(nb, M, b, u_arm, arm_v, wheel_v, out, ws):
-    """out (nv - nb,) = joint forces of the floating-mode law: H* acc + C* with idle wheels.
-
-    H* = M_jj - M_jb M_bb^-1 M_bj, C* = b_j - M_jb M_bb^-1 b_b (symmetrised like
-    reduced_dynamics); the wheel accelerations are solved from the wheel rows with zero
-    wheel torque (hybrid dynamics), whose forces are then exactly zero.
-    """
-    nv = M.shape[0]
-    nj = nv - nb
-    Lb, X, H, C, acc = ws[17], ws[18], ws[19], ws[20], ws[21]
-    col = ws[16][5]
-    _cholesky_nb(M, nb, Lb)
-    for c in range(nj + 1):  # X = M_bb^-1 [M_bj, b_b]
-        for r in range(nb):
-            col[r] = M[r, nb + c] if c < nj else b[r]
-        cholesky_solve(Lb, col)
-        for r in range(nb):
-            X[r, c] = col[r]
-    for i in range(nj):
-        for j in range(nj + 1):
-            g = 0.0
-            for r in range(nb):
-                g += M[nb + i, r] * X[r, j]
-            if j < nj:
-                H[i, j] = M[nb + i, nb + j] - g
-            else:
-                C[i] = b[nb + i] - g
-    for i in range(nj):
-        for j in range(i + 1, nj):
-            s = 0.5 * (H[i, j] + H[j, i])
-            H[i, j] = s
-            H[j, i] = s
-    for j in range(nj):
-        acc[j] = 0.0
-    for k in range(arm_v.shape[0]):
-        acc[arm_v[k] - nb] = u_arm[k]
-    nw = wheel_v.shape[0]
-    if nw:
-        A = np.empty((nw, nw))
-        LA = np.empty((nw, nw))
-        rhs = np.empty(nw)
-        for a in range(nw):
-            ra = wheel_v[a] - nb
-            s = -C[ra]
-            for j in range(nj):
-                s -= H[ra, j] * acc[j]
-            rhs[a] = s
-            for c in range(nw):
-                A[a, c] = H[ra, wheel_v[c] - nb]
-        if not cholesky(A, LA):
-            raise np.linalg.LinAlgError("wheel inertia not positive definite")
-        cholesky_solve(LA, rhs)
-        for a in range(nw):
-            acc[wheel_v[a] - nb] = rhs[a]
-    for i in range(nj):
-        s = 0.0
-        for j in range(nj):
-            s += H[i, j] * acc[j]
-        out[i] = s + C[i]
-    for a in range(nw):
-        out[wheel_v[a] - nb] = 0.0
+# Arm joint positions and the Wilde reference (the control law: control_kernels.py)
 
 
 @njit(**_JIT)
@@ -756,71 +692,3 @@ def arm_positions(q, arm_q, arm_kind, out):
 
 # The Wilde reference has one definition, in control/maneuvers.py; compiled here as it is.
 wilde_reference = njit(**_JIT)(wilde_profile)
-
-
-@njit(**_JIT)
-def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, effort, kp, kd,
-              ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
-              q, v, mom, M, b, out_arm, out_pos, out_vel, log_every, log_q, log_v):
-    """Control ticks k0 .. k1-1 in lockstep with the plant (state q, v, momentum mom updated in
-    place; M, b: M(q) and b(q, v) of the plant model on entry and on exit).
-
-    Every tick k with (k - k0) % log_every == 0, or k == n_ticks, is logged to row
-    j = (k - k0) // log_every (or the next one, for a last tick off the grid): the arm torques
-    before saturation (out_arm), the joint reference (out_pos, out_vel) and the state it was
-    computed from (log_q, log_v). Stops after the control of tick n_ticks. Returns the number
-    of rows written.
-    """
-    nv = v.shape[0]
-    nq = q.shape[0]
-    na = arm_v.shape[0]
-    ws = workspace(kmP[0].shape[0], nq, nv, nb)
-    pos, vel, qa, u = ws[22][0, :na], ws[22][1, :na], ws[22][2, :na], ws[22][3, :na]
-    forces = np.empty(nv - nb)
-    tau = np.zeros(nv)
-    Mc = np.empty((nv, nv))
-    bc = np.empty(nv)
-    qn = np.empty(nq)
-    vn = np.empty(nv)
-    Mn = np.empty((nv, nv))
-    bn = np.empty(nv)
-    h = dt / substeps
-    row = 0
-    for k in range(k0, k1):
-        t = k * dt
-        if ref_kind == 1:
-            wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
-        else:
-            for j in range(na):
-                pos[j] = ref_q0[j]
-                vel[j] = 0.0
-        arm_positions(q, arm_q, arm_kind, qa)
-        for j in range(na):
-            u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
-        if same_model:
-            computed_torque_floating(nb, M, b, u, arm_v, wheel_v, forces, ws)
-        else:
-            mass_and_bias(kmC, q, v, Mc, bc, ws)
-            computed_torque_floating(nb, Mc, bc, u, arm_v, wheel_v, forces, ws)
-        if (k - k0) % log_every == 0 or k == n_ticks:
-            for j in range(na):
-                out_arm[row, j] = forces[arm_v[j] - nb]
-                out_pos[row, j] = pos[j]
-                out_vel[row, j] = vel[j]
-            log_q[row, :] = q
-            log_v[row, :] = v
-            row += 1
-        if k == n_ticks:
-            return row
-        # Actuation -> generalized forces (saturate: arm to +-effort; wheels idle: zero)
-        for j in range(nv):
-            tau[j] = 0.0
-        for j in range(na):
-            tau[arm_v[j]] = min(max(forces[arm_v[j] - nb], -effort[j]), effort[j])
-        for s in range(substeps):
-            plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
-            q[:] = qn
-            v[:] = vn
-            M[:, :] = Mn
-            b[:] = bn
-    return row

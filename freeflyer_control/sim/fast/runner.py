@@ -1,20 +1,30 @@
 """``run_fast``: the lockstep simulation of :func:`freeflyer_control.sim.runner.run_simulation`
 with plant and controller in one compiled loop (needs numba).
 
-Covered (:func:`not_covered` says why not otherwise): floating mode with no mode schedule, the
-computed-torque controller, a joint-space maneuver (``wilde``, ``station-keeping``), any mass
-error of the controller's model, robots whose joints the kernels implement. In floating mode the
-controller commands no base wrench, so the base actuation (thrusters / ideal) never acts and the
-wheels are idle (zero torque); the arm torques are saturated to the effort limits as
-``physics.actuators.saturate`` does. Logging is compiled too: the loop stores (q, v), the
-torques and the reference at the log rate, and the Recorder's series are computed from them
-after each compiled chunk of ticks (inside the timed region), and streamed if asked.
+Covered (:func:`not_covered` says why not otherwise): the computed-torque controller on a
+joint-space maneuver (``wilde``, ``station-keeping``) in every maneuvering mode, with mode
+schedules (run-time switches, blended as :class:`~freeflyer_control.control.mode_switch.ModeSwitcher`
+does), reaction wheels (rotation-floating: as many wheels as attitude axes), the base wrench
+through the thrusters (the allocator's one definition, compiled) or as an ideal bounded wrench,
+any mass error of the controller's model, robots whose joints the kernels implement. Not
+covered: the end-effector maneuvers and the other controllers, dispersed runs
+(perturbations). The plant's divergence check is not compiled (docs/conventions.md).
+
+Logging is compiled too: the loop stores (q, v), the efforts and the reference at the log
+rate, and the Recorder's series are computed from them after each compiled chunk of ticks
+(inside the timed region), and streamed if asked. Mode-schedule entries are applied between
+chunks, by the run's :class:`~freeflyer_control.control.loop.ControlLoop` (its history and
+refusals are the Python engine's); each chunk flies one mode (and its blend).
 """
 
 from __future__ import annotations
 
+import math
+import sys
+import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -25,32 +35,38 @@ from freeflyer_control.control.maneuvers import (
     Wilde,
     make_maneuver,
 )
+from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
+from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
+from freeflyer_control.physics.modes import Mode, base_partition
+from freeflyer_control.physics.momentum import world_momentum
+from freeflyer_control.physics.state import rotation_from_xyzw
+from freeflyer_control.sim.fast import control_kernels as CK
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import keeps_partial
-from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.momentum import world_momentum
 
 _REF_KINDS = {"wilde": 1, "station-keeping": 0}
+_MODES = list(Mode)  # mode codes of the kernels: indices in this list
+_BASE_ACTUATION = {"none": CK.BASE_NONE, "ideal": CK.BASE_IDEAL, "thrusters": CK.BASE_THRUSTERS}
+# Wall seconds of the first compiled call after which the user is told the kernels are being
+# compiled: loading them from numba's cache takes ~0.5 s, compiling them 30-90 s.
+COMPILE_NOTICE_AFTER_S = 1.5
 
 
 def not_covered(config) -> str | None:
     """Why ``config`` (a SimConfig) cannot take the compiled path, or None if it can."""
-    if config.mode_schedule:
-        return "a mode schedule"
     if getattr(config, "perturbation", None) is not None:
         return "a perturbation (dispersed robot, sensors or actuators)"
-    if Mode.parse(config.mode) is not Mode.FLOATING:
-        return f"mode {config.mode} (only floating is compiled)"
     if config.controller != "computed_torque":
-        return f"controller {config.controller}"
+        return f"controller {config.controller} (only computed_torque is compiled)"
     if config.maneuver not in _REF_KINDS:
-        return f"maneuver {config.maneuver}"
+        return f"maneuver {config.maneuver} (only the joint maneuvers wilde and station-keeping are compiled)"
     return None
 
 
@@ -59,8 +75,70 @@ def warm_up() -> float:
     from freeflyer_control.sim.runner import SimConfig
 
     t0 = time.perf_counter()
-    run_fast(SimConfig(robot="planar_4link", maneuver="wilde", mode="floating", duration=0.01, rate=1000.0))
+    run_fast(SimConfig(robot="planar_4link", maneuver="wilde", duration=0.01, rate=1000.0,
+                       mode_schedule=[(0.0, "rotation-floating"), (0.005, "flying")], base_actuation="ideal"))
     return time.perf_counter() - t0
+
+
+_compiled = {"done": False}
+
+
+@contextmanager
+def compile_notice(stream=None, after: float = COMPILE_NOTICE_AFTER_S):
+    """Around the first compiled call of the process: if it takes longer than ``after`` s
+    (numba compiling, not loading its cache), say so on ``stream`` (stderr) while it happens,
+    and how long it took when it is done."""
+    if _compiled["done"]:
+        yield
+        return
+    stream = stream if stream is not None else sys.stderr
+    told = threading.Event()
+
+    def tell():
+        told.set()
+        print("freeflyer sim: compiling the simulation kernels (first use on this machine, about a "
+              "minute; cached for later runs)...", file=stream, flush=True)
+
+    timer = threading.Timer(after, tell)
+    timer.daemon = True
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        _compiled["done"] = True
+        if told.is_set():
+            print(f"freeflyer sim: kernels compiled in {time.perf_counter() - t0:.0f} s", file=stream, flush=True)
+
+
+def _allocator(loop, nb: int) -> tuple:
+    """(B, A2, u, params, work, iwork) of the control loop's thruster allocator, the arrays its
+    compiled kernel takes (zero thrusters where the robot has none)."""
+    alloc = loop.mapper.allocator
+    if alloc is None:
+        B, A2, u, params = allocator_arrays(np.zeros((nb, 0)), np.zeros(0))
+        return (B, A2, u, params, *allocation_workspace(nb, 0))
+    arrays = allocator_arrays(alloc.B, alloc.max_forces, alloc.fuel_optimal, alloc.achievable_rtol)
+    return (*arrays, *allocation_workspace(alloc.nb, alloc.n))
+
+
+def _due_tick(t_switch: float, dt: float) -> int:
+    """The first tick k whose time k dt the Python engine counts as reaching ``t_switch``
+    (``t_switch <= k dt + 1e-12``)."""
+    k = max(0, math.ceil((t_switch - 1e-12) / dt) - 1)
+    while not t_switch <= k * dt + 1e-12:
+        k += 1
+    return k
+
+
+def _mode_table(ff) -> np.ndarray:
+    """(5, 2): per mode code, the commanded base coordinates c0:c1 (contiguous)."""
+    table = np.zeros((len(_MODES), 2), dtype=np.int64)
+    for i, mode in enumerate(_MODES):
+        c = base_partition(ff.base, mode).commanded_slice
+        table[i] = (c.start, c.stop)
+    return table
 
 
 def run_fast(config, progress: Callable[[float, float], None] | None = None, *, stream=None):
@@ -81,10 +159,16 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     kp_model = kernel_model(ff)
     kc_model = kp_model if model is ff else kernel_model(model)
     maneuver = make_maneuver(config.maneuver)
+    mode0, schedule = initial_mode(config.mode, config.mode_schedule)
+    n_att = 1 if ff.base == "planar" else 3
+    flies_wheels = Mode.ROTATION_FLOATING.value in [mode0] + [m for _, m in schedule]
+    if flies_wheels and kp_model.wheel_v.size not in (0, n_att):
+        raise NotCovered(f"rotation-floating with {kp_model.wheel_v.size} wheels for {n_att} attitude axes "
+                         "is not compiled (a least-squares wheel solve)")
 
     state = initial_state(ff, config, maneuver)  # joint maneuvers only: no ready pose here
 
-    loop = ControlLoop(model, maneuver, controller=config.controller, mode=config.mode,
+    loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
                        base_actuation=config.base_actuation)
     loop.start(state)
     duration = float(config.duration or maneuver.duration)
@@ -94,28 +178,51 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
     recorder = Recorder(ff, stream)
-    mode = loop.mode
     n_ticks = round(duration * config.rate)
     log_every = max(1, round(config.rate / config.log_rate))
+    due = [(_due_tick(t_s, dt), t_s, m) for t_s, m in schedule]
 
     q, v = state.q.copy(), state.v.copy()
     mom = np.ascontiguousarray(world_momentum(ff, ff.create_data(), state), dtype=float)
-    nv, nb, na = v.size, ff.nb, kp_model.arm_v.size
+    nv, nb, na, nw = v.size, ff.nb, kp_model.arm_v.size, kp_model.wheel_v.size
     M, b = np.empty((nv, nv)), np.empty(nv)
     K.mass_and_bias(kp_model.arrays(), q, v, M, b, K.workspace(kp_model.jint.shape[0], q.size, nv, nb))
-    kp, kd = (np.ascontiguousarray(x, dtype=float) for x in (loop.ct.kp, loop.ct.kd))
+    ct = loop.ct
+    kp, kd = (np.ascontiguousarray(x, dtype=float) for x in (ct.kp, ct.kd))
+    bg = ct.base_gains
+    gains = np.array([bg.kp_linear, bg.kd_linear, bg.kp_attitude, bg.kd_attitude])
+    base_ref = maneuver.base_reference(0.0)  # the joint maneuvers hold the start pose
+    is_wheel = np.zeros(nv, dtype=bool)
+    is_wheel[kp_model.wheel_v] = True
+    max_force, max_torque = base_wrench_limits(ff)
     ref_rate = float(maneuver.rate) if isinstance(maneuver, Wilde) else 0.1
     args_static = (
         kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
-        kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, kp_model.effort, kp, kd,
-        _REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
-        np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps,
+        kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, is_wheel, kp_model.effort,
+        np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
+        float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], _allocator(loop, nb),
+        np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
+        np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
+        np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
+            rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
+    ref_args = (_REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
+                np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps)
+    cmd = _mode_table(ff)
     logged = _logged_ticks(n_ticks, log_every)
     rows = logged.size
-    arm_tau, ref_pos, ref_vel = np.empty((rows, na)), np.empty((rows, na)), np.empty((rows, na))
-    log_q, log_v = np.empty((rows, q.size)), np.empty((rows, nv))
+    out = {"arm": np.empty((rows, na)), "pos": np.empty((rows, na)), "vel": np.empty((rows, na)),
+           "wheel": np.empty((rows, nw)), "wrench": np.empty((rows, nb)), "blend": np.empty(rows),
+           "thrust": np.zeros((rows, len(ff.thrusters))),  # stays zero without an allocator (ideal, none)
+           "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv))}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
+
+    with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
+        switcher = loop.switcher
+        CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
+                     q, v, mom, M, b, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
+                     out["wheel"], out["wrench"], out["thrust"], out["blend"])
+        _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
     last_progress = [wall0]
@@ -128,13 +235,22 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with keeps_partial(stream, partial):
         while k <= n_ticks:
-            k_next = min(k + chunk, n_ticks + 1)
-            done = K.run_ticks(*args_static, k, k_next, n_ticks, q, v, mom, M, b, arm_tau[row:],
-                               ref_pos[row:], ref_vel[row:], log_every, log_q[row:], log_v[row:])
+            while due and due[0][0] <= k:  # == k: chunks end at the next due tick
+                _, t_s, m = due.pop(0)
+                loop.request_mode(m, k * dt, f"schedule at {t_s:g} s")
+            switcher = loop.switcher
+            code = _MODES.index(switcher.mode)
+            previous = -1 if switcher.previous is None or switcher.blend_time == 0.0 else _MODES.index(switcher.previous)
+            k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
+            done = CK.run_ticks(
+                *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
+                *ref_args, k, k_next, n_ticks, q, v, mom, M, b, log_every, out["q"][row:], out["v"][row:],
+                out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:], out["wrench"][row:],
+                out["thrust"][row:], out["blend"][row:])
             new = slice(row, row + done)
+            out["mode"][new] = code
             row, k = row + done, k_next
-            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, mode, log_q[new],
-                                    log_v[new], arm_tau[new], ref_pos[new], ref_vel[new]))
+            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
             report_progress(progress, min(k * dt, duration), duration, last_progress)
     assert row == rows, (row, rows)
     series = recorder.series()
@@ -145,6 +261,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall)
     result.summary["engine"] = "compiled (numba)"
+    result.summary["plant_diverged"] = None
     return result
 
 
@@ -155,9 +272,10 @@ def _logged_ticks(n_ticks: int, log_every: int) -> np.ndarray:
     return logged if logged[-1] == n_ticks else np.append(logged, n_ticks)
 
 
-def _series(ff, km, columns, t, mode, log_q, log_v, arm_tau, ref_pos, ref_vel) -> dict[str, np.ndarray]:
-    """The Recorder's series (same keys, order and columns) from the logged states."""
-    rows, nb = t.size, ff.nb
+def _series(ff, km, columns, t, out, new) -> dict[str, np.ndarray]:
+    """The Recorder's series (same keys, order and columns) of the logged rows ``new`` of
+    ``out`` (the arrays run_ticks fills)."""
+    rows = t.size
     model = ff.model
     base_group = np.zeros(km.jint.shape[0], dtype=np.int64)
     base_group[0] = 1
@@ -166,20 +284,21 @@ def _series(ff, km, columns, t, mode, log_q, log_v, arm_tau, ref_pos, ref_vel) -
     frames = [model.frames[ff.frame_id(e)] for e in ff.end_effectors]
     ee_body = np.array([f.parentJoint - 1 for f in frames], dtype=np.int64)
     ee_p = np.array([f.placement.translation for f in frames], dtype=float).reshape(-1, 3)
-    out = {key: np.empty((rows, len(cols))) for key, cols in columns.items()}
-    record.state_series(km.arrays(), km.planar, nb, base_group, ee_body, ee_p, log_q, log_v,
-                        out["joint_positions"], out["joint_velocities"], out["base_position"],
-                        out["base_orientation_xyzw"], out["base_linear_velocity"],
-                        out["base_angular_velocity"], out["com"], out["ee_positions"],
-                        out["momentum_total"], out["momentum_base"], out["momentum_arm"])
-    out["t"][:, 0] = t
-    out["mode"][:] = list(Mode).index(mode)
-    out["arm_reference"][:] = ref_pos
-    out["arm_reference_rate"][:] = ref_vel
-    out["arm_torques"][:] = arm_tau
-    for key in ("wheel_torques", "thruster_forces", "base_wrench_world"):
-        out[key][:] = 0.0
-    out["ee_targets"][:] = np.nan
-    out["sigma_min"][:] = np.nan
-    out["blend"][:] = 1.0
-    return out
+    series = {key: np.empty((rows, len(cols))) for key, cols in columns.items()}
+    record.state_series(km.arrays(), km.planar, ff.nb, base_group, ee_body, ee_p, out["q"][new], out["v"][new],
+                        series["joint_positions"], series["joint_velocities"], series["base_position"],
+                        series["base_orientation_xyzw"], series["base_linear_velocity"],
+                        series["base_angular_velocity"], series["com"], series["ee_positions"],
+                        series["momentum_total"], series["momentum_base"], series["momentum_arm"])
+    series["t"][:, 0] = t
+    series["mode"][:, 0] = out["mode"][new]
+    series["arm_reference"][:] = out["pos"][new]
+    series["arm_reference_rate"][:] = out["vel"][new]
+    series["arm_torques"][:] = out["arm"][new]
+    series["wheel_torques"][:] = out["wheel"][new]
+    series["base_wrench_world"][:] = out["wrench"][new]
+    series["thruster_forces"][:] = out["thrust"][new]
+    series["ee_targets"][:] = np.nan
+    series["sigma_min"][:] = np.nan
+    series["blend"][:, 0] = out["blend"][new]
+    return series

@@ -1,0 +1,570 @@
+"""Compiled computed-torque law in every maneuvering mode, ideal base actuation, reaction
+wheels and mode blending: the control side of the compiled lockstep (needs numba).
+
+What the Python path does, per tick, and where it is defined there:
+
+* the base pose loop (``control/base_control.py: base_accelerations``): a PD law in world axes
+  on the base pose, attitude error log(R_d R^T) (:func:`log3`, Pinocchio's formula);
+* the mode-reduced dynamics H*, C* (``physics/reduced.py: reduced_dynamics``): the Schur
+  complement over the free base coordinates (and the idle wheels, outside rotation-floating),
+  the commanded base coordinates changed to world axes (:func:`reduced_dynamics`);
+* the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*, or in
+  rotation-floating the hybrid solve for the wheel accelerations with the wheel-torque clip
+  (``rotation_floating_forces``) (:func:`mode_effort`);
+* the bumpless blend after a mode switch (``control/mode_switch.py: blend_weight``, compiled
+  from that same definition) and ``ControlEffort.blend``;
+* the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
+  through the allocator (``control/allocation_kernel.py: allocate_forces``, compiled from that
+  same definition, which ``ThrusterAllocator`` runs too), or as an ideal bounded wrench; and the
+  saturation of ``physics/actuators.py: generalized_forces`` (:func:`generalized_forces`).
+
+The matrix laws are written a second time here, in scalar loops: their Python definitions are
+vectorised NumPy/LAPACK (a plain-loop version would cost the Python path milliseconds a tick),
+and ``physics/reduced.py`` is being rebuilt for target 2 of issue 13. docs/benchmarks.md says
+why; ``test/test_fast_modes.py`` checks every function here against its Python definition to
+round-off, and closed loops in every mode against the Python engine.
+
+Mode codes are indices in ``list(Mode)``: 0 floating, 1 rotation-floating, 2 rotation-flying,
+3 translation-flying, 4 flying. Base coordinates are Pinocchio's (base_link axes); commanded
+ones are the contiguous range c0:c1 of them (``physics.modes.base_partition``). Base
+actuation codes: 0 none (a robot without thrusters: the wrench is dropped), 1 ideal, 2
+thrusters (``control.effort.BASE_ACTUATION``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from freeflyer_control.control.mode_switch import blend_weight
+from freeflyer_control.sim.fast.allocation import allocate_forces
+from freeflyer_control.sim.fast.kernels import (
+    _JIT,
+    TS_PREC,
+    arm_positions,
+    base_rotation,
+    cholesky,
+    cholesky_solve,
+    mass_and_bias,
+    plant_step,
+    wilde_reference,
+    workspace,
+)
+
+ROTATION_FLOATING = 1
+BASE_NONE, BASE_IDEAL, BASE_THRUSTERS = 0, 1, 2
+
+# The blend weight has one definition, in control/mode_switch.py; compiled here as it is.
+blend_weight_compiled = njit(**_JIT)(blend_weight)
+
+
+@njit(**_JIT)
+def log3(R, out):
+    """out (3,) = the rotation vector of R (rad), Pinocchio's ``log3``: theta from the trace,
+    the axis from the antisymmetric part (from the diagonal within 1e-2 rad of pi)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr >= 3.0:
+        tr, theta = 3.0, 0.0
+    elif tr <= -1.0:
+        tr, theta = -1.0, math.pi
+    else:
+        theta = math.acos((tr - 1.0) / 2.0)
+    if theta >= math.pi - 1e-2:
+        cphi = -(tr - 1.0) / 2.0
+        beta = theta * theta / (1.0 + cphi)
+        for a in range(3):
+            i1, i2 = (a + 1) % 3, (a + 2) % 3
+            t = (R[a, a] + cphi) * beta
+            sign = 1.0 if R[i2, i1] > R[i1, i2] else -1.0
+            out[a] = sign * (math.sqrt(t) if t > 0.0 else 0.0)
+        return
+    t = (theta / math.sin(theta) if theta > TS_PREC else 1.0) / 2.0
+    out[0] = t * (R[2, 1] - R[1, 2])
+    out[1] = t * (R[0, 2] - R[2, 0])
+    out[2] = t * (R[1, 0] - R[0, 1])
+
+
+@njit(**_JIT)
+def base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, out, Rb, scratch):
+    """out[:c1 - c0] = the base pose loop's desired accelerations of the commanded base
+    coordinates c0:c1 (world axes: spatial (vx, vy, vz, wx, wy, wz), planar (vx, vy, wz)).
+
+    p_d: desired base_link origin, world, m (3,); R_d: desired world <- base_link rotation;
+    gains: (kp_linear, kd_linear, kp_attitude, kd_attitude), 1/s^2 and 1/s. The reference
+    twist is zero (the joint maneuvers hold the base pose).
+    """
+    base_rotation(planar, q, Rb)
+    E, e_att, full = scratch[0], scratch[1], scratch[2]
+    for a in range(3):  # E = R_d Rb^T
+        for c in range(3):
+            E[a, c] = R_d[a, 0] * Rb[c, 0] + R_d[a, 1] * Rb[c, 1] + R_d[a, 2] * Rb[c, 2]
+    log3(E, e_att)
+    kp_l, kd_l, kp_a, kd_a = gains[0], gains[1], gains[2], gains[3]
+    if planar:
+        lx = Rb[0, 0] * v[0] + Rb[0, 1] * v[1]
+        ly = Rb[1, 0] * v[0] + Rb[1, 1] * v[1]
+        full[0] = kp_l * (p_d[0] - q[0]) + kd_l * (0.0 - lx)
+        full[1] = kp_l * (p_d[1] - q[1]) + kd_l * (0.0 - ly)
+        full[2] = kp_a * e_att[2] + kd_a * (0.0 - v[2])
+    else:
+        for a in range(3):
+            lin = Rb[a, 0] * v[0] + Rb[a, 1] * v[1] + Rb[a, 2] * v[2]
+            ang = Rb[a, 0] * v[3] + Rb[a, 1] * v[4] + Rb[a, 2] * v[5]
+            full[a] = kp_l * (p_d[a] - q[a]) + kd_l * (0.0 - lin)
+            full[3 + a] = kp_a * e_att[a] + kd_a * (0.0 - ang)
+    for k in range(c1 - c0):
+        out[k] = full[c0 + k]
+
+
+@njit(**_JIT)
+def reduced_dynamics(planar, nb, M, b, q, v, c0, c1, idle_wheels, is_wheel, wheel_v, H, C, cws):
+    """H[:n, :n], C[:n] = H*, C* over the commanded base coordinates c0:c1 (world axes) and
+    the joints (without the wheels if ``idle_wheels``); returns n.
+
+    M, b: full mass matrix and nonlinear effects at (q, v). The eliminated coordinates are the
+    free base ones, then the wheels if idle, in the order of ``physics.reduced``.
+    """
+    nv = M.shape[0]
+    act, elim, X, Lf, Rb, T, moc, tmp = cws[0], cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
+    na = 0
+    for i in range(c0, c1):
+        act[na] = i
+        na += 1
+    for j in range(nb, nv):
+        if not (idle_wheels and is_wheel[j]):
+            act[na] = j
+            na += 1
+    ne = 0
+    for i in range(nb):
+        if i < c0 or i >= c1:
+            elim[ne] = i
+            ne += 1
+    if idle_wheels:
+        for w in range(wheel_v.shape[0]):
+            elim[ne] = wheel_v[w]
+            ne += 1
+    for i in range(na):
+        C[i] = b[act[i]]
+        for j in range(na):
+            H[i, j] = M[act[i], act[j]]
+    if ne:
+        # X = M_ff^-1 [M_fa, b_f] (M_ff is a principal block of M: SPD, Cholesky)
+        Mff = cws[14][:ne, :ne]
+        for r in range(ne):
+            for c in range(r + 1):
+                Mff[r, c] = M[elim[r], elim[c]]
+        if not cholesky(Mff, Lf[:ne, :ne]):
+            raise np.linalg.LinAlgError("free-base inertia not positive definite")
+        L = Lf[:ne, :ne]
+        col = tmp[:ne]
+        for c in range(na + 1):
+            for r in range(ne):
+                col[r] = M[elim[r], act[c]] if c < na else b[elim[r]]
+            cholesky_solve(L, col)
+            for r in range(ne):
+                X[r, c] = col[r]
+        for i in range(na):
+            for j in range(na + 1):
+                g = 0.0
+                for r in range(ne):
+                    g += M[act[i], elim[r]] * X[r, j]
+                if j < na:
+                    H[i, j] -= g
+                else:
+                    C[i] -= g
+    nc = c1 - c0
+    if nc:
+        # nu_c = T u with T = world -> base_link on the commanded block; T' u = -w_b x nu_c
+        base_rotation(planar, q, Rb)
+        for a in range(nb):
+            moc[a] = 0.0
+            for c in range(nb):
+                T[a, c] = 0.0
+        if planar:
+            T[0, 0], T[0, 1], T[1, 0], T[1, 1], T[2, 2] = Rb[0, 0], Rb[1, 0], Rb[0, 1], Rb[1, 1], 1.0
+            moc[0], moc[1] = v[2] * v[1], -v[2] * v[0]
+        else:
+            for a in range(3):
+                for c in range(3):
+                    T[a, c] = Rb[c, a]
+                    T[3 + a, 3 + c] = Rb[c, a]
+            wx, wy, wz, vx, vy, vz = v[3], v[4], v[5], v[0], v[1], v[2]
+            moc[0] = -(wy * vz - wz * vy)
+            moc[1] = -(wz * vx - wx * vz)
+            moc[2] = -(wx * vy - wy * vx)
+        for i in range(na):
+            s = 0.0
+            for k in range(nc):
+                s += H[i, k] * moc[c0 + k]
+            C[i] += s
+        for j in range(na):  # H[:nc, :] = T^T H[:nc, :]
+            for a in range(nc):
+                s = 0.0
+                for k in range(nc):
+                    s += T[c0 + k, c0 + a] * H[k, j]
+                tmp[a] = s
+            for a in range(nc):
+                H[a, j] = tmp[a]
+        for i in range(na):  # H[:, :nc] = H[:, :nc] T
+            for a in range(nc):
+                s = 0.0
+                for k in range(nc):
+                    s += H[i, k] * T[c0 + k, c0 + a]
+                tmp[a] = s
+            for a in range(nc):
+                H[i, a] = tmp[a]
+        for a in range(nc):
+            s = 0.0
+            for k in range(nc):
+                s += T[c0 + k, c0 + a] * C[k]
+            tmp[a] = s
+        for a in range(nc):
+            C[a] = tmp[a]
+    for i in range(na):
+        for j in range(i + 1, na):
+            s = 0.5 * (H[i, j] + H[j, i])
+            H[i, j] = s
+            H[j, i] = s
+    return na
+
+
+@njit(**_JIT)
+def _lu_solve(A, x, piv):
+    """Solve A y = x in place (A square, overwritten by its LU factors; partial pivoting, as
+    LAPACK gesv)."""
+    n = A.shape[0]
+    for j in range(n):
+        p = j
+        big = abs(A[j, j])
+        for i in range(j + 1, n):
+            if abs(A[i, j]) > big:
+                big, p = abs(A[i, j]), i
+        if big == 0.0:
+            raise np.linalg.LinAlgError("singular matrix in the rotation-floating wheel solve")
+        piv[j] = p
+        if p != j:
+            for c in range(n):
+                A[j, c], A[p, c] = A[p, c], A[j, c]
+            x[j], x[p] = x[p], x[j]
+        for i in range(j + 1, n):
+            f = A[i, j] / A[j, j]
+            A[i, j] = f
+            for c in range(j + 1, n):
+                A[i, c] -= f * A[j, c]
+            x[i] -= f * x[j]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for c in range(i + 1, n):
+            s -= A[i, c] * x[c]
+        x[i] = s / A[i, i]
+
+
+@njit(**_JIT)
+def _times_plus(H, x, C, n, out):
+    """out[:n] = H[:n, :n] x[:n] + C[:n]."""
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += H[i, j] * x[j]
+        out[i] = s + C[i]
+
+
+@njit(**_JIT)
+def hybrid_dynamics(H, C, n, acc, unknown, rows, force, out, A, rhs, piv):
+    """``control.computed_torque.hybrid_dynamics`` for as many unknowns as known-force rows:
+    the accelerations ``acc[unknown]`` solved from the rows, out[:n] = H acc + C with
+    out[rows] = force[rows]."""
+    m = unknown.shape[0]
+    for k in range(m):
+        acc[unknown[k]] = 0.0
+    for r in range(m):
+        s = 0.0
+        for j in range(n):
+            s += H[rows[r], j] * acc[j]
+        rhs[r] = force[rows[r]] - C[rows[r]] - s
+        for c in range(m):
+            A[r, c] = H[rows[r], unknown[c]]
+    _lu_solve(A[:m, :m], rhs[:m], piv)
+    for k in range(m):
+        acc[unknown[k]] = rhs[k]
+    _times_plus(H, acc, C, n, out)
+    for r in range(m):
+        out[rows[r]] = force[rows[r]]
+
+
+@njit(**_JIT)
+def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel, is_wheel, wheel_v,
+                wheel_limit, p_d, R_d, gains, arm_out, wheel_out, wrench_out, cws):
+    """``ComputedTorque.effort`` in ``mode`` with commanded base coordinates c0:c1: arm
+    torques (arm order, N m), wheel torques (config order, N m) and the base wrench (world
+    axes, about the base_link origin) into arm_out, wheel_out, wrench_out.
+
+    u_arm: the arm's desired accelerations (arm order, rad/s^2).
+    """
+    H, C, acc, force, forces, ubase = cws[8], cws[9], cws[10], cws[11], cws[12], cws[13]
+    A, rhs, piv, unknown, rows, bscratch = cws[14], cws[15], cws[16], cws[17], cws[18], cws[19]
+    nc = c1 - c0
+    na, nw = arm_rel.shape[0], wheel_rel.shape[0]
+    if nc:
+        base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, cws[4], bscratch)
+    for k in range(nb):
+        wrench_out[k] = 0.0
+    if mode != ROTATION_FLOATING:
+        n = reduced_dynamics(planar, nb, M, b, q, v, c0, c1, True, is_wheel, wheel_v, H, C, cws)
+        for k in range(nc):
+            acc[k] = ubase[k]
+        for k in range(na):
+            acc[nc + k] = u_arm[k]
+        _times_plus(H, acc, C, n, forces)
+        for k in range(nc):
+            wrench_out[c0 + k] = forces[k]
+        for k in range(na):
+            arm_out[k] = forces[nc + k]
+        for w in range(nw):
+            wheel_out[w] = 0.0
+        return
+    n = reduced_dynamics(planar, nb, M, b, q, v, c0, c1, False, is_wheel, wheel_v, H, C, cws)
+    for j in range(n):
+        acc[j] = 0.0
+        force[j] = 0.0
+    for k in range(nc):
+        acc[k] = ubase[k]
+        rows[k] = k
+    for k in range(na):
+        acc[nc + arm_rel[k]] = u_arm[k]
+    for w in range(nw):
+        unknown[w] = nc + wheel_rel[w]
+    hybrid_dynamics(H, C, n, acc, unknown[:nw], rows[:nc], force, forces, A, rhs, piv)
+    over = False
+    for w in range(nw):
+        if abs(forces[nc + wheel_rel[w]]) > wheel_limit[w]:
+            over = True
+    if over:  # clip the wheels, let the attitude go this tick (see rotation_floating_forces)
+        for w in range(nw):
+            f = forces[nc + wheel_rel[w]]
+            force[nc + wheel_rel[w]] = min(max(f, -wheel_limit[w]), wheel_limit[w])
+        for k in range(nc):
+            unknown[k] = k
+        for w in range(nw):
+            unknown[nc + w] = nc + wheel_rel[w]
+        free = unknown[:nc + nw]
+        hybrid_dynamics(H, C, n, acc, free, free, force, forces, A, rhs, piv)
+    for k in range(na):
+        arm_out[k] = forces[nc + arm_rel[k]]
+    for w in range(nw):
+        wheel_out[w] = forces[nc + wheel_rel[w]]
+
+
+@njit(**_JIT)
+def control_workspace(nv, nb):
+    """Scratch arrays of :func:`mode_effort` (one allocation per compiled call)."""
+    i64 = np.int64
+    return (np.empty(nv, i64), np.empty(nv, i64), np.empty((nv, nv + 1)), np.empty((nv, nv)),
+            np.empty((3, 3)), np.empty((nb, nb)), np.empty(nb), np.empty(nv + 1),
+            np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nb),
+            np.empty((nv, nv)), np.empty(nv), np.empty(nv, i64), np.empty(nv, i64), np.empty(nv, i64),
+            (np.empty((3, 3)), np.empty(3), np.empty(6)))
+
+
+@njit(**_JIT)
+def _clip_norm(w, lo, hi, limit):
+    """``physics.actuators._clip_norm`` on w[lo:hi], in place."""
+    big = 0.0
+    for k in range(lo, hi):
+        big = max(big, abs(w[k]))
+    if big > 1e150:
+        for k in range(lo, hi):
+            w[k] = w[k] / big
+    else:
+        s = 0.0
+        for k in range(lo, hi):
+            s += w[k] * w[k]
+        if math.sqrt(s) <= limit:
+            return
+    s = 0.0
+    for k in range(lo, hi):
+        s += w[k] * w[k]
+    f = limit / math.sqrt(s)
+    for k in range(lo, hi):
+        w[k] = w[k] * f
+
+
+@njit(**_JIT)
+def limit_base_wrench(planar, w, max_force, max_torque):
+    """``physics.actuators.limit_base_wrench`` in place: force and torque scaled down to
+    their bounds (N, N m), directions kept; a zero wrench is left alone."""
+    n_lin = 2 if planar else 3
+    _clip_norm(w, 0, n_lin, max_force)
+    _clip_norm(w, n_lin, w.shape[0], max_torque)
+
+
+@njit(**_JIT)
+def generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench_world, arm_v, effort, wheel_v, wheel_limit,
+                       wheel_speed, B, thrust_max, max_force, max_torque, Rb, w, tau):
+    """tau (nv,) = ``physics.actuators.generalized_forces`` of the held commands at (q, v):
+    arm torques clipped to the effort limits, wheel torques to their limits (zero where a
+    wheel at its speed limit would be pushed faster), thruster forces to [0, thrust_max] N
+    through B (nb, n: base_link wrench per newton), the ideal base wrench (world axes)
+    bounded and turned to base_link axes. ``w`` (nb,): scratch."""
+    for k in range(tau.shape[0]):
+        tau[k] = 0.0
+    for j in range(arm_v.shape[0]):
+        tau[arm_v[j]] = min(max(arm[j], -effort[j]), effort[j])
+    for j in range(wheel_v.shape[0]):
+        t = min(max(wheels[j], -wheel_limit[j]), wheel_limit[j])
+        speed = v[wheel_v[j]]
+        if abs(speed) >= wheel_speed[j] and t * speed > 0.0:
+            t = 0.0
+        tau[wheel_v[j]] = t
+    for j in range(thrust.shape[0]):
+        f = min(max(thrust[j], 0.0), thrust_max[j])
+        if f != 0.0:
+            for r in range(nb):
+                tau[r] += B[r, j] * f
+    any_wrench = False
+    for k in range(nb):
+        w[k] = wrench_world[k]
+        if w[k] != 0.0:
+            any_wrench = True
+    if not any_wrench:
+        return
+    limit_base_wrench(planar, w, max_force, max_torque)
+    world_to_local(planar, q, w, Rb, w)
+    for k in range(nb):
+        tau[k] += w[k]
+
+
+@njit(**_JIT)
+def world_to_local(planar, q, w, Rb, out):
+    """out (nb,) = ``physics.actuators.world_wrench_to_local``: a base wrench about the
+    base_link origin from world axes to base_link axes (out may be w)."""
+    base_rotation(planar, q, Rb)
+    if planar:
+        fx = Rb[0, 0] * w[0] + Rb[1, 0] * w[1]
+        fy = Rb[0, 1] * w[0] + Rb[1, 1] * w[1]
+        out[0], out[1], out[2] = fx, fy, w[2]
+        return
+    f0, f1, f2, m0, m1, m2 = w[0], w[1], w[2], w[3], w[4], w[5]
+    for a in range(3):
+        out[a] = Rb[0, a] * f0 + Rb[1, a] * f1 + Rb[2, a] * f2
+        out[3 + a] = Rb[0, a] * m0 + Rb[1, a] * m1 + Rb[2, a] * m2
+
+
+@njit(**_JIT)
+def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, is_wheel, effort,
+              wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
+              kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
+              ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
+              q, v, mom, M, b, log_every, log_q, log_v, out_arm, out_pos, out_vel, out_wheel,
+              out_wrench, out_thrust, out_blend):
+    """Control ticks k0 .. k1-1 in lockstep with the plant, in ``mode`` (blended from
+    ``previous``, -1 for none, since ``switched_at`` s over ``blend_time`` s). State q, v and
+    world momentum mom are updated in place; M, b: M(q), b(q, v) of the plant model on entry
+    and on exit. cmd[m] = (c0, c1): the commanded base coordinates of mode m.
+
+    ``base_actuation`` (a code, see the module docstring) maps the base wrench: to the
+    thrusters through ``alloc`` = (B, A2, u, params, work, iwork) of the controller's
+    allocator (``allocation_kernel.allocator_arrays``); the plant applies them with its own
+    B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
+    logged to the next row: the state it was computed from, the arm and wheel torques, the
+    thruster forces and the base wrench (world) before saturation, the joint reference and the
+    blend weight. Stops after the control of tick n_ticks. Returns the number of rows written.
+    """
+    nv = v.shape[0]
+    nq = q.shape[0]
+    na = arm_v.shape[0]
+    nw = wheel_v.shape[0]
+    ws = workspace(kmP[0].shape[0], nq, nv, nb)
+    cws = control_workspace(nv, nb)
+    pos, vel, qa, u = np.empty(na), np.empty(na), np.empty(na), np.empty(na)
+    arm_rel = np.empty(na, np.int64)
+    wheel_rel = np.empty(nw, np.int64)
+    for j in range(na):
+        arm_rel[j] = arm_v[j] - nb
+    for j in range(nw):
+        wheel_rel[j] = wheel_v[j] - nb
+    arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
+    arm0, wheels0, wrench0 = np.empty(na), np.empty(nw), np.empty(nb)
+    B, A2, umax, params, work, iwork = alloc
+    thrust = np.zeros(B.shape[1])
+    w_local = np.empty(nb)
+    tau = np.zeros(nv)
+    wsc = np.empty(nb)
+    Rb = np.empty((3, 3))
+    Mc = np.empty((nv, nv))
+    bc = np.empty(nv)
+    qn = np.empty(nq)
+    vn = np.empty(nv)
+    Mn = np.empty((nv, nv))
+    bn = np.empty(nv)
+    h = dt / substeps
+    row = 0
+    for k in range(k0, k1):
+        t = k * dt
+        if ref_kind == 1:
+            wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
+        else:
+            for j in range(na):
+                pos[j] = ref_q0[j]
+                vel[j] = 0.0
+        arm_positions(q, arm_q, arm_kind, qa)
+        for j in range(na):
+            u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
+        if same_model:
+            Mu, bu = M, b
+        else:
+            mass_and_bias(kmC, q, v, Mc, bc, ws)
+            Mu, bu = Mc, bc
+        mode_effort(mode, planar, nb, cmd[mode, 0], cmd[mode, 1], Mu, bu, q, v, u, arm_rel, wheel_rel,
+                    is_wheel, wheel_v, wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws)
+        s = 1.0 if previous < 0 else blend_weight_compiled(t, switched_at, blend_time)
+        if s < 1.0:
+            mode_effort(previous, planar, nb, cmd[previous, 0], cmd[previous, 1], Mu, bu, q, v, u, arm_rel,
+                        wheel_rel, is_wheel, wheel_v, wheel_limit, p_d, R_d, gains, arm0, wheels0, wrench0, cws)
+            for j in range(na):
+                arm[j] = (1 - s) * arm0[j] + s * arm[j]
+            for j in range(nw):
+                wheels[j] = (1 - s) * wheels0[j] + s * wheels[j]
+            for j in range(nb):
+                wrench[j] = (1 - s) * wrench0[j] + s * wrench[j]
+        any_wrench = False
+        for j in range(nb):
+            if wrench[j] != 0.0:
+                any_wrench = True
+        for j in range(thrust.shape[0]):
+            thrust[j] = 0.0
+        if base_actuation == BASE_THRUSTERS and any_wrench:
+            world_to_local(planar, q, wrench, Rb, w_local)
+            allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
+        if k % log_every == 0 or k == n_ticks:
+            for j in range(thrust.shape[0]):
+                out_thrust[row, j] = thrust[j]
+            for j in range(na):
+                out_arm[row, j] = arm[j]
+                out_pos[row, j] = pos[j]
+                out_vel[row, j] = vel[j]
+            for j in range(nw):
+                out_wheel[row, j] = wheels[j]
+            for j in range(nb):
+                out_wrench[row, j] = wrench[j]
+            out_blend[row] = s
+            log_q[row, :] = q
+            log_v[row, :] = v
+            row += 1
+        if k == n_ticks:
+            return row
+        if base_actuation != BASE_IDEAL:  # the thrusters carry it, or nothing does
+            for j in range(nb):
+                wrench[j] = 0.0
+        for _ in range(substeps):
+            generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench, arm_v, effort, wheel_v, wheel_limit,
+                               wheel_speed, B_plant, thrust_max, max_force, max_torque, Rb, wsc, tau)
+            plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+            q[:] = qn
+            v[:] = vn
+            M[:, :] = Mn
+            b[:] = bn
+    return row
+
