@@ -50,6 +50,7 @@ import numpy as np
 from freeflyer_control.control.allocation_kernel import (
     SATURATED,
     STAGE1_GUARD,
+    WRENCH_CAP,
     allocation_workspace,
     snap_tolerance,
     allocator_arrays,
@@ -307,21 +308,24 @@ class ThrusterAllocator:
     def _allocate_lists(self, w: np.ndarray) -> Allocation:
         """``allocate`` without numba (or after the kernel's stage-1 guard tripped): the same
         algorithm on Python lists with cached subset SVDs."""
-        f = self._bounded_least_squares(w)
+        # A request beyond WRENCH_CAP is solved scaled down to it (see allocation_kernel); the
+        # norms are taken on that scaled request so that no square overflows.
+        big = float(np.abs(w).max())
+        ws = w * (WRENCH_CAP / big) if big > WRENCH_CAP else w
+        f = self._bounded_least_squares(ws)
         achieved = self.B.dot(f)
-        r = achieved - w
-        r_norm = math.sqrt(r.dot(r))
-        w_norm = math.sqrt(w.dot(w))
+        r_norm = math.hypot(*(achieved - ws).tolist())
+        w_norm = math.hypot(*ws.tolist())
         saturated = r_norm > self.achievable_rtol * w_norm
         if self.fuel_optimal and any(f.tolist()):
             f2 = self._least_fuel(f)
             if f2 is not None:
                 a2 = self.B.dot(f2)
-                r2 = a2 - w
                 # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
                 # in a badly conditioned basis of some unusual thruster layout.
-                if math.sqrt(r2.dot(r2)) <= r_norm + 1e-12 * (w_norm + self._wrench_scale):
-                    f, achieved, r = f2, a2, r2
+                if math.hypot(*(a2 - ws).tolist()) <= r_norm + 1e-12 * (w_norm + self._wrench_scale):
+                    f, achieved = f2, a2
+        r = achieved - w
         return Allocation(f, achieved, r, bool(saturated))
 
     # -- stage 1 ---------------------------------------------------------------------------
@@ -362,7 +366,7 @@ class ThrusterAllocator:
         every outer step, so no active set repeats, and the loop ends at a KKT point.
         """
         B, Bt, u, n = self.B, self._Bt, self._u, self.n
-        tol = 1e-13 * self._colnorm_max * (math.sqrt(w.dot(w)) + self._wrench_scale)
+        tol = 1e-13 * self._colnorm_max * (math.hypot(*w.tolist()) + self._wrench_scale)
         x, free = self._bvls_start(w)
         skip = 0  # forces that rounding made move the wrong way when freed (rare)
         for _ in range(10 * n + 10):

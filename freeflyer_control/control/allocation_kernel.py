@@ -555,8 +555,8 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
     if not bounded_least_squares(B, u, we, params[P_RTOL_B], params[P_WRENCH_SCALE],
                                  params[P_COLNORM_MAX], f, work, iwork):
         status |= STAGE1_GUARD
-    r_norm = _residual_norm(B, f, w, r)
-    w_norm = _norm(w, nb)
+    r_norm = _residual_norm(B, f, we, r)  # on the scaled request: no overflow
+    w_norm = _norm(we, nb)
     if r_norm > params[P_ACHIEVABLE_RTOL] * w_norm:
         status |= SATURATED
     any_force = False
@@ -566,7 +566,7 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
         if least_fuel(A2, u, f, params[P_RTOL_A2], x2, work, iwork):
             # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
             # in a badly conditioned basis of some unusual thruster layout.
-            if _residual_norm(B, x2, w, r) <= r_norm + 1e-12 * (w_norm + params[P_WRENCH_SCALE]):
+            if _residual_norm(B, x2, we, r) <= r_norm + 1e-12 * (w_norm + params[P_WRENCH_SCALE]):
                 for j in range(n):
                     f[j] = x2[j]
             else:
