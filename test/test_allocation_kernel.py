@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import BUNDLED_ROBOTS, robot
+from test_allocation import degenerate_problems
 
 from freeflyer_control.control import allocation
 from freeflyer_control.control import allocation_kernel as kernel
@@ -60,21 +61,10 @@ def test_compiled_and_list_paths_make_the_same_wrench_with_the_same_fuel_on_dege
     not where several vertices tie for least fuel and a ratio test ties exactly (integer B):
     then rounding picks the vertex. Tolerances: rounding amplified by the conditioning of the
     subsets these random matrices produce (up to ~1e6)."""
-    rng = np.random.default_rng(21)
-    for trial in range(300):
-        m, n = int(rng.integers(1, 7)), int(rng.integers(1, 16))
-        B = rng.normal(size=(m, n)) * 10 ** rng.uniform(-2, 2)
-        if trial % 4 == 1 and n >= 2:
-            B[:, 1] = B[:, 0]
-        if trial % 4 == 2 and m >= 2:
-            B[1] = 2 * B[0]
-        if trial % 4 == 3:
-            B = np.round(B)
-        u = rng.uniform(0.1, 2.0, n)
+    for B, u, requests in degenerate_problems(21):
         al = ThrusterAllocator.from_matrix(B, u)
         scale_w = np.abs(B).sum(axis=0) @ u
-        for scale in (0.5, 3.0):
-            w = scale * (B @ rng.uniform(0, u) + 0.2 * rng.normal(size=m) * (np.abs(B) @ u) / n)
+        for w in requests:
             fast_res, ref = al.allocate(w), al._allocate_lists(w)
             np.testing.assert_allclose(fast_res.achieved, ref.achieved, rtol=0, atol=1e-8 * scale_w)
             assert fast_res.forces.sum() == pytest.approx(ref.forces.sum(), rel=0, abs=1e-8 * u.sum())
