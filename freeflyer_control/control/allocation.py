@@ -22,13 +22,21 @@ Both stages are exact finite active-set methods, not iterative solvers with a to
 - stage 2 is a bounded-variable primal simplex with Bland's rule (which cannot cycle), started
   from f* after a crossover to a vertex; the basic forces come from a direct basis solve.
 
-Both are written for these tiny problems (3 or 6 rows, ~8-16 thrusters): the SVD of every
-column subset they meet is computed once and cached, and the bookkeeping is done on Python
-lists, since NumPy's per-call overhead exceeds the arithmetic here. Median cost of one
-``allocate`` measured on planar_4link and spatial_6link: ~20-25 us for achievable requests,
-~30-45 us for saturated ones (stage 1 alone ~12-25 us), against ~80-250 us for
+Both have one definition, the plain functions of
+:mod:`~freeflyer_control.control.allocation_kernel` (loops over scalars, preallocated scratch,
+least-norm subset solves from a Householder QR with column pivoting). With numba installed
+(:func:`freeflyer_control.sim.fast.available`) ``allocate`` runs them compiled
+(:mod:`freeflyer_control.sim.fast.allocation`), the same function the compiled simulation
+engine calls; the first use on a machine compiles them (10-30 s, then cached on disk, and the
+log says so while it happens). Without numba, ``allocate`` runs the same algorithm written on
+Python lists with the SVD of every column subset cached (the kernel run by the interpreter is
+17-65 times slower than that). The two paths give the same forces to rounding on the bundled
+layouts; where several force sets tie for least fuel, both break the tie by the same rule.
+Median cost of one ``allocate`` (``bench/bench_allocation.py``, planar_4link and
+spatial_6link, load average ~6 on 2 cores): compiled 8-14 us (the kernel alone 4-9 us), list-based
+26-45 us (planar) and 27-170 us (spatial, achievable/saturated), against ~80-250 us for
 ``lsq_linear(method='bvls')`` alone and ~1.2-2 ms with ``linprog(method='highs')`` as stage 2.
-The tests check both stages against scipy.
+The tests check both stages against scipy and the two paths against each other.
 
 :class:`PulseWidthModulator` turns the continuous forces into valve on/off commands for
 thrusters that can only be fully on or off.
@@ -172,7 +180,7 @@ class _SubsetCache:
 @functools.lru_cache(maxsize=None)
 def _compiled_kernel():
     """allocation_kernel.allocate_forces compiled by numba, or None without numba. The first
-    use on a machine compiles it (about 5-10 s, then cached on disk): the log says so while it
+    use on a machine compiles it (10-30 s, then cached on disk): the log says so while it
     happens."""
     from freeflyer_control.sim import fast
 
@@ -189,7 +197,7 @@ def _compiled_kernel():
             if not self.told:  # one event per compiled function: say it once
                 self.told = True
                 _log.warning("compiling the thruster allocator (numba, first use on this machine, "
-                             "about 10 s; cached for later runs)")
+                             "10-30 s; cached for later runs)")
 
         def on_end(self, ev):
             pass
@@ -208,7 +216,7 @@ class ThrusterAllocator:
         ff: the robot; its thrusters give B (``thruster_matrix(ff)``) and the force limits.
         fuel_optimal: run stage 2 (least total thrust among the forces that make the stage-1
             wrench). Off: return the stage-1 forces, which make the same wrench but may fire
-            opposing thrusters at once. Stage 2 adds roughly 10-30 us a call.
+            opposing thrusters at once. Stage 2 is about half the cost of a call.
         achievable_rtol: a request counts as achievable (``saturated`` False) when its
             least-squares residual is at most this times its norm.
 
