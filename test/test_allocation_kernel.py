@@ -114,3 +114,28 @@ def test_kernel_scales_an_absurdly_large_wrench_instead_of_overflowing():
     f_far, _ = _kernel_forces(al, 1e3 * d)
     assert status & kernel.SATURATED
     np.testing.assert_allclose(f_huge, f_far, rtol=0, atol=1e-9)
+
+
+_NOTICE = "compiling the thruster allocator (numba, first use on this machine, 10-30 s; cached for later runs)"
+
+
+@needs_numba
+@pytest.mark.slow
+def test_first_use_says_it_compiles_once_and_later_processes_load_the_cache(tmp_path):
+    """A cold numba cache compiles the kernel (10-30 s here) and says so once, while it
+    happens; the next process loads the cache and says nothing."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import numpy as np\n"
+              "from freeflyer_control.control.allocation import ThrusterAllocator\n"
+              "print(ThrusterAllocator.from_matrix(np.eye(3), np.ones(3)).allocate([0.5, 0, 0]).forces)\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == "[0.5 0.  0. ]"
+    assert runs[0].stderr.count(_NOTICE) == 1, runs[0].stderr
+    assert _NOTICE not in runs[1].stderr, runs[1].stderr
