@@ -28,7 +28,9 @@ def _requests(al: ThrusterAllocator, rng: np.random.Generator, count: int, kind:
     return d / np.linalg.norm(d, axis=1, keepdims=True) * reach * rng.uniform(1.05, 3.0, (count, 1))
 
 
-def _kernel_forces(al: ThrusterAllocator, w: np.ndarray, function=kernel.allocate_forces) -> tuple[np.ndarray, int]:
+def _kernel_forces(al: ThrusterAllocator, w: np.ndarray,
+                   function=kernel.allocate_forces) -> tuple[np.ndarray, int]:
+    """(forces, status) of the kernel ``function`` (plain by default) for request w."""
     B, A2, u, params = kernel.allocator_arrays(al.B, al.max_forces, al.fuel_optimal, al.achievable_rtol)
     f = np.zeros(al.n)
     status = function(B, A2, u, params, np.ascontiguousarray(w, dtype=float), f,
@@ -116,7 +118,8 @@ def test_kernel_scales_an_absurdly_large_wrench_instead_of_overflowing():
     np.testing.assert_allclose(f_huge, f_far, rtol=0, atol=1e-9)
 
 
-_NOTICE = "compiling the thruster allocator (numba, first use on this machine, 10-30 s; cached for later runs)"
+_NOTICE = ("compiling the thruster allocator (numba, first use on this machine, 10-30 s; "
+           "cached for later runs)")
 
 
 @needs_numba

@@ -60,8 +60,8 @@ from freeflyer_control.control.allocation_kernel import (
     STAGE1_GUARD,
     WRENCH_CAP,
     allocation_workspace,
-    snap_tolerance,
     allocator_arrays,
+    snap_tolerance,
 )
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import thruster_matrix
@@ -202,10 +202,10 @@ def _compiled_kernel():
         def on_end(self, ev):
             pass
 
-    nb_n = allocation_workspace(3, 1)
+    scratch = allocation_workspace(3, 1)  # any shapes: one compiled signature serves all
     with event.install_listener("numba:compile", _Notice()):
         allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(6), np.zeros(3),
-                        np.zeros(1), *nb_n)
+                        np.zeros(1), *scratch)
     return allocate_forces
 
 
@@ -318,7 +318,7 @@ class ThrusterAllocator:
         algorithm on Python lists with cached subset SVDs."""
         # A request beyond WRENCH_CAP is solved scaled down to it (see allocation_kernel); the
         # norms are taken on that scaled request so that no square overflows.
-        big = float(np.abs(w).max())
+        big = float(np.abs(w).max()) if w.size else 0.0
         ws = w * (WRENCH_CAP / big) if big > WRENCH_CAP else w
         f = self._bounded_least_squares(ws)
         achieved = self.B.dot(f)
