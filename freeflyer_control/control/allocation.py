@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.control.allocation_kernel import (
+    INVALID,
     SATURATED,
     STAGE1_GUARD,
     WRENCH_CAP,
@@ -299,18 +300,20 @@ class ThrusterAllocator:
             kind = "spatial [fx, fy, fz, mx, my, mz]" if self.nb == 6 else "planar [fx, fy, mz]"
             kind = kind if self.nb in (3, 6) else "one per row of the thruster matrix"
             raise ValueError(f"base wrench must have {self.nb} entries ({kind}), got {w.size}")
-        if not np.isfinite(w).all():
-            raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
-        if self.n == 0:
-            return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
-        if self._compiled is not None:
+        if self._compiled is not None:  # the kernel checks finiteness itself (INVALID)
             f = np.empty(self.n)
             w = np.ascontiguousarray(w)
             with self._lock:
                 status = self._compiled(*self._arrays, w, f, *self._work)
+            if status & INVALID:
+                raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
             if not status & STAGE1_GUARD:
                 achieved = self.B.dot(f)
                 return Allocation(f, achieved, achieved - w, bool(status & SATURATED))
+        if not np.isfinite(w).all():
+            raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
+        if self.n == 0:
+            return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
         return self._allocate_lists(w)
 
     def _allocate_lists(self, w: np.ndarray) -> Allocation:
