@@ -33,8 +33,8 @@ Python lists with the SVD of every column subset cached (the kernel run by the i
 17-65 times slower than that). The two paths give the same forces to rounding on the bundled
 layouts; where several force sets tie for least fuel, both break the tie by the same rule.
 Median cost of one ``allocate`` (``bench/bench_allocation.py``, planar_4link and
-spatial_6link, load average ~6 on 2 cores): compiled 8-14 us (the kernel alone 4-9 us), list-based
-26-45 us (planar) and 27-170 us (spatial, achievable/saturated), against ~80-250 us for
+spatial_6link, load average 6-7 on 2 cores): compiled 6-14 us (the kernel alone 4-9 us),
+list-based 22-45 us (planar) and 22-160 us (spatial, achievable/saturated), against ~80-250 us for
 ``lsq_linear(method='bvls')`` alone and ~1.2-2 ms with ``linprog(method='highs')`` as stage 2.
 The tests check both stages against scipy and the two paths against each other.
 
