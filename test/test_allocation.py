@@ -7,6 +7,7 @@ import pytest
 from conftest import random_state, robot
 from scipy.optimize import linprog, lsq_linear
 
+from freeflyer_control.control import allocation
 from freeflyer_control.control.allocation import Allocation, PulseWidthModulator, ThrusterAllocator
 from freeflyer_control.physics.actuators import (
     Actuation,
@@ -200,11 +201,12 @@ def test_world_wrench_allocated_in_base_axes_reaches_the_dynamics_unchanged(name
         np.testing.assert_allclose(via_thrusters[: ff.nb], ideal[: ff.nb], rtol=0, atol=1e-12)
 
 
-def test_solver_matches_scipy_on_random_and_degenerate_thruster_matrices():
-    """Stress beyond the bundled layouts: duplicate columns, rank-deficient B, integer B
-    (degenerate vertices), unequal limits, 1 to 6 rows, 1 to 15 thrusters."""
-    rng = np.random.default_rng(9)
-    for trial in range(300):
+def degenerate_problems(seed: int, trials: int = 300):
+    """(B, u, requests) beyond the bundled layouts: duplicate columns, rank-deficient B,
+    integer B (degenerate vertices), unequal limits, 1 to 6 rows, 1 to 15 thrusters; each
+    with a request mostly within reach and one mostly beyond."""
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
         m, n = int(rng.integers(1, 7)), int(rng.integers(1, 16))
         B = rng.normal(size=(m, n)) * 10 ** rng.uniform(-2, 2)
         if trial % 4 == 1 and n >= 2:
@@ -214,9 +216,19 @@ def test_solver_matches_scipy_on_random_and_degenerate_thruster_matrices():
         if trial % 4 == 3:
             B = np.round(B)
         u = rng.uniform(0.1, 2.0, n)
+        yield B, u, [scale * (B @ rng.uniform(0, u) + 0.2 * rng.normal(size=m) * (np.abs(B) @ u) / n)
+                     for scale in (0.5, 3.0)]
+
+
+@pytest.mark.parametrize("path", ["default", "list-based"])
+def test_solver_matches_scipy_on_random_and_degenerate_thruster_matrices(path, monkeypatch):
+    """On the path allocate takes (compiled when numba is installed) and on the list-based
+    path it takes without numba."""
+    if path == "list-based":
+        monkeypatch.setattr(allocation, "_compiled_kernel", lambda: None)
+    for B, u, requests in degenerate_problems(9):
         al = ThrusterAllocator.from_matrix(B, u)
-        for scale in (0.5, 3.0):
-            w = scale * (B @ rng.uniform(0, u) + 0.2 * rng.normal(size=m) * (np.abs(B) @ u) / n)
+        for w in requests:
             res = al.allocate(w)
             assert (res.forces >= 0).all() and (res.forces <= u).all()
             ref = lsq_linear(B, w, bounds=(0.0, u), method="bvls", tol=1e-15)

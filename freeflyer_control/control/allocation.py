@@ -22,13 +22,21 @@ Both stages are exact finite active-set methods, not iterative solvers with a to
 - stage 2 is a bounded-variable primal simplex with Bland's rule (which cannot cycle), started
   from f* after a crossover to a vertex; the basic forces come from a direct basis solve.
 
-Both are written for these tiny problems (3 or 6 rows, ~8-16 thrusters): the SVD of every
-column subset they meet is computed once and cached, and the bookkeeping is done on Python
-lists, since NumPy's per-call overhead exceeds the arithmetic here. Median cost of one
-``allocate`` measured on planar_4link and spatial_6link: ~20-25 us for achievable requests,
-~30-45 us for saturated ones (stage 1 alone ~12-25 us), against ~80-250 us for
+Both have one definition, the plain functions of
+:mod:`~freeflyer_control.control.allocation_kernel` (loops over scalars, preallocated scratch,
+least-norm subset solves from a Householder QR with column pivoting). With numba installed
+(:func:`freeflyer_control.sim.fast.available`) ``allocate`` runs them compiled
+(:mod:`freeflyer_control.sim.fast.allocation`), the same function the compiled simulation
+engine calls; the first use on a machine compiles them (10-30 s, then cached on disk, and the
+log says so while it happens). Without numba, ``allocate`` runs the same algorithm written on
+Python lists with the SVD of every column subset cached (the kernel run by the interpreter is
+17-65 times slower than that). The two paths give the same forces to rounding on the bundled
+layouts; where several force sets tie for least fuel, both break the tie by the same rule.
+Median cost of one ``allocate`` (``bench/bench_allocation.py``, planar_4link and
+spatial_6link, load average 6-7 on 2 cores): compiled 6-14 us (the kernel alone 4-9 us),
+list-based 22-45 us (planar) and 22-160 us (spatial, achievable/saturated), against ~80-250 us for
 ``lsq_linear(method='bvls')`` alone and ~1.2-2 ms with ``linprog(method='highs')`` as stage 2.
-The tests check both stages against scipy.
+The tests check both stages against scipy and the two paths against each other.
 
 :class:`PulseWidthModulator` turns the continuous forces into valve on/off commands for
 thrusters that can only be fully on or off.
@@ -48,11 +56,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.control.allocation_kernel import (
+    INVALID,
     SATURATED,
     STAGE1_GUARD,
+    WRENCH_CAP,
     allocation_workspace,
-    snap_tolerance,
     allocator_arrays,
+    snap_tolerance,
 )
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import thruster_matrix
@@ -171,7 +181,7 @@ class _SubsetCache:
 @functools.lru_cache(maxsize=None)
 def _compiled_kernel():
     """allocation_kernel.allocate_forces compiled by numba, or None without numba. The first
-    use on a machine compiles it (about 5-10 s, then cached on disk): the log says so while it
+    use on a machine compiles it (10-30 s, then cached on disk): the log says so while it
     happens."""
     from freeflyer_control.sim import fast
 
@@ -188,15 +198,15 @@ def _compiled_kernel():
             if not self.told:  # one event per compiled function: say it once
                 self.told = True
                 _log.warning("compiling the thruster allocator (numba, first use on this machine, "
-                             "about 10 s; cached for later runs)")
+                             "10-30 s; cached for later runs)")
 
         def on_end(self, ev):
             pass
 
-    nb_n = allocation_workspace(3, 1)
+    scratch = allocation_workspace(3, 1)  # any shapes: one compiled signature serves all
     with event.install_listener("numba:compile", _Notice()):
         allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(6), np.zeros(3),
-                        np.zeros(1), *nb_n)
+                        np.zeros(1), *scratch)
     return allocate_forces
 
 
@@ -207,7 +217,7 @@ class ThrusterAllocator:
         ff: the robot; its thrusters give B (``thruster_matrix(ff)``) and the force limits.
         fuel_optimal: run stage 2 (least total thrust among the forces that make the stage-1
             wrench). Off: return the stage-1 forces, which make the same wrench but may fire
-            opposing thrusters at once. Stage 2 adds roughly 10-30 us a call.
+            opposing thrusters at once. Stage 2 is about half the cost of a call.
         achievable_rtol: a request counts as achievable (``saturated`` False) when its
             least-squares residual is at most this times its norm.
 
@@ -290,38 +300,43 @@ class ThrusterAllocator:
             kind = "spatial [fx, fy, fz, mx, my, mz]" if self.nb == 6 else "planar [fx, fy, mz]"
             kind = kind if self.nb in (3, 6) else "one per row of the thruster matrix"
             raise ValueError(f"base wrench must have {self.nb} entries ({kind}), got {w.size}")
-        if not np.isfinite(w).all():
-            raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
-        if self.n == 0:
-            return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
-        if self._compiled is not None:
+        if self._compiled is not None:  # the kernel checks finiteness itself (INVALID)
             f = np.empty(self.n)
             w = np.ascontiguousarray(w)
             with self._lock:
                 status = self._compiled(*self._arrays, w, f, *self._work)
+            if status & INVALID:
+                raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
             if not status & STAGE1_GUARD:
                 achieved = self.B.dot(f)
                 return Allocation(f, achieved, achieved - w, bool(status & SATURATED))
+        if not np.isfinite(w).all():
+            raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
+        if self.n == 0:
+            return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
         return self._allocate_lists(w)
 
     def _allocate_lists(self, w: np.ndarray) -> Allocation:
         """``allocate`` without numba (or after the kernel's stage-1 guard tripped): the same
         algorithm on Python lists with cached subset SVDs."""
-        f = self._bounded_least_squares(w)
+        # A request beyond WRENCH_CAP is solved scaled down to it (see allocation_kernel); the
+        # norms are taken on that scaled request so that no square overflows.
+        big = float(np.abs(w).max()) if w.size else 0.0
+        ws = w * (WRENCH_CAP / big) if big > WRENCH_CAP else w
+        f = self._bounded_least_squares(ws)
         achieved = self.B.dot(f)
-        r = achieved - w
-        r_norm = math.sqrt(r.dot(r))
-        w_norm = math.sqrt(w.dot(w))
+        r_norm = math.hypot(*(achieved - ws).tolist())
+        w_norm = math.hypot(*ws.tolist())
         saturated = r_norm > self.achievable_rtol * w_norm
         if self.fuel_optimal and any(f.tolist()):
             f2 = self._least_fuel(f)
             if f2 is not None:
                 a2 = self.B.dot(f2)
-                r2 = a2 - w
                 # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
                 # in a badly conditioned basis of some unusual thruster layout.
-                if math.sqrt(r2.dot(r2)) <= r_norm + 1e-12 * (w_norm + self._wrench_scale):
-                    f, achieved, r = f2, a2, r2
+                if math.hypot(*(a2 - ws).tolist()) <= r_norm + 1e-12 * (w_norm + self._wrench_scale):
+                    f, achieved = f2, a2
+        r = achieved - w
         return Allocation(f, achieved, r, bool(saturated))
 
     # -- stage 1 ---------------------------------------------------------------------------
@@ -362,7 +377,7 @@ class ThrusterAllocator:
         every outer step, so no active set repeats, and the loop ends at a KKT point.
         """
         B, Bt, u, n = self.B, self._Bt, self._u, self.n
-        tol = 1e-13 * self._colnorm_max * (math.sqrt(w.dot(w)) + self._wrench_scale)
+        tol = 1e-13 * self._colnorm_max * (math.hypot(*w.tolist()) + self._wrench_scale)
         x, free = self._bvls_start(w)
         skip = 0  # forces that rounding made move the wrong way when freed (rare)
         for _ in range(10 * n + 10):

@@ -201,6 +201,18 @@ def _min_norm_solve(W, tau, piv, m, k, r, rhs, z, W2, tau2, y):
         z[piv[p]] = y[p]
 
 
+def _ones_transposed_solve(W, tau, m, y):
+    """y = A_B^-T 1 for a nonsingular basis A_B (m x m) factored by _qr_pivoted: A_B P = Q R,
+    so R^T (Q^T y) = P^T 1 = 1 (forward substitution), then y = Q (Q^T y)."""
+    for p in range(m):
+        s = 1.0
+        for j in range(p):
+            s -= W[j, p] * y[j]
+        y[p] = s / W[p, p]
+    for p in range(m - 1, -1, -1):
+        _reflect(W, tau, p, y, m)
+
+
 def _subset_rhs(A, x, mask, w, rhs):
     """rhs = w - A (x with the columns in mask zeroed): what the subset's forces must make."""
     m, n = A.shape
@@ -421,17 +433,33 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
     if not vertex:
         return False
 
+    # Complete the basis with bound columns, in index order, that keep it nonsingular: W, tau
+    # hold the QR of the free columns; a column joins when its part outside their span exceeds
+    # rtol times the largest column norm (the pivoted QR's rank test), and extends the QR.
     size = _gather(free, cols)
-    for j in range(n):  # complete the basis with bound columns that keep it nonsingular
+    r0 = abs(W[0, 0]) if size > 0 else 0.0
+    for j in range(n):
         if size == m:
             break
-        if free[j] == 0:
+        if free[j] != 0:
+            continue
+        norm2 = 0.0
+        for i in range(m):
+            y[i] = A[i, j]
+            norm2 += y[i] * y[i]
+        for p in range(size):
+            _reflect(W, tau, p, y, m)
+        out2 = 0.0
+        for i in range(size, m):
+            out2 += y[i] * y[i]
+        scale = max(r0, math.sqrt(norm2))
+        if out2 > 0.0 and math.sqrt(out2) > rtol * scale:
+            for i in range(m):
+                W[i, size] = y[i]
+            _householder(W, tau, size, m, size + 1, math.sqrt(out2))
             free[j] = 1
-            k = _gather(free, cols)
-            if _qr_pivoted(A, cols, k, rtol, W, tau, piv) == size + 1:
-                size += 1
-            else:
-                free[j] = 0
+            size += 1
+            r0 = scale
     if size != m:
         return False
     basis = free
@@ -447,16 +475,14 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
         for p in range(k):
             x[cols[p]] = z[p]
             xb_max = max(xb_max, z[p])
+        _ones_transposed_solve(W, tau, m, y)  # y = A_B^-T c_B (the prices), c = 1
         enter = -1
         for j in range(n):  # nonbasic forces sit exactly on 0 or u
             if basis[j] != 0:
                 continue
+            red = 1.0  # reduced cost c_j - A_j . y
             for i in range(m):
-                rhs[i] = A[i, j]
-            _min_norm_solve(W, tau, piv, m, k, m, rhs, col, W2, tau2, y)
-            red = 1.0  # reduced cost c_j - c_B . (A_B^-1 A_j)
-            for p in range(k):
-                red -= col[p]
+                red -= A[i, j] * y[i]
             if (red < -tol_d) if x[j] == 0.0 else (red > tol_d):
                 enter = j
                 break
@@ -473,6 +499,9 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
                 elif x[j] >= u[j] * (1 - rel):
                     x[j] = u[j]
             return True
+        for i in range(m):
+            rhs[i] = A[i, enter]
+        _min_norm_solve(W, tau, piv, m, k, m, rhs, col, W2, tau2, y)  # its tableau column
         s = 1.0 if x[enter] == 0.0 else -1.0  # raise it from 0, or lower it from u
         tmin, leave, leave_hi = u[enter], -1, False  # a bound flip unless a basic force stops it
         for p in range(k):
@@ -555,8 +584,8 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
     if not bounded_least_squares(B, u, we, params[P_RTOL_B], params[P_WRENCH_SCALE],
                                  params[P_COLNORM_MAX], f, work, iwork):
         status |= STAGE1_GUARD
-    r_norm = _residual_norm(B, f, w, r)
-    w_norm = _norm(w, nb)
+    r_norm = _residual_norm(B, f, we, r)  # on the scaled request: no overflow
+    w_norm = _norm(we, nb)
     if r_norm > params[P_ACHIEVABLE_RTOL] * w_norm:
         status |= SATURATED
     any_force = False
@@ -566,7 +595,7 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
         if least_fuel(A2, u, f, params[P_RTOL_A2], x2, work, iwork):
             # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
             # in a badly conditioned basis of some unusual thruster layout.
-            if _residual_norm(B, x2, w, r) <= r_norm + 1e-12 * (w_norm + params[P_WRENCH_SCALE]):
+            if _residual_norm(B, x2, we, r) <= r_norm + 1e-12 * (w_norm + params[P_WRENCH_SCALE]):
                 for j in range(n):
                     f[j] = x2[j]
             else:
@@ -589,5 +618,5 @@ def _residual_norm(B, f, w, r):
 
 # The helpers numba must compile with allocate_forces (sim/fast/allocation.py registers them).
 HELPERS = (snap_tolerance, workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder,
-           _reflect, _min_norm_solve, _subset_rhs, _solve_free, _norm, _scratch,
+           _reflect, _min_norm_solve, _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch,
            bounded_least_squares, least_fuel, _residual_norm)
