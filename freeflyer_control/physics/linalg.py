@@ -44,11 +44,14 @@ def solve_spd_upper(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """
     _, x, info = dposv(A, B, lower=0)
     if info != 0:
-        raise np.linalg.LinAlgError(
-            f"matrix not positive definite in solve (LAPACK posv info={info}): a zero-mass "
-            "body or a degenerate joint makes the inertia singular"
-        )
+        raise np.linalg.LinAlgError(not_positive_definite_message(info))
     return x
+
+
+def not_positive_definite_message(info: int) -> str:
+    """The one-line error of a failed Cholesky factorisation (LAPACK potrf/posv ``info``)."""
+    return (f"matrix not positive definite in solve (LAPACK posv info={info}): a zero-mass "
+            "body or a degenerate joint makes the inertia singular")
 
 
 def quadratic_form_upper(A: np.ndarray, x: np.ndarray) -> float:
