@@ -9,6 +9,9 @@ Measured, per robot:
   first), so the Python overhead is visible;
 * GJM, floating and flying modes (``generalized_jacobian``, first end-effector);
 * H*/C*, floating and flying modes (``reduced_dynamics``);
+* with numba installed, the GJM and H*/C* rows take the compiled path
+  (:mod:`freeflyer_control.physics.fastpath`) and rows tagged ``[NumPy]`` time the NumPy
+  reference path as well; the ``path`` column says which path each row took;
 * forward dynamics: ``generalized_forces`` of an :class:`Actuation` + ``forward_dynamics``;
 * one plant step (``Plant.step``: RKMK4, four ABA calls, momentum projection).
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import gc
 import importlib
 import os
@@ -57,6 +61,7 @@ import pinocchio as pin  # noqa: E402
 
 import freeflyer_control  # noqa: E402
 from freeflyer_control.model import FreeFlyerModel, load_robot  # noqa: E402
+from freeflyer_control.physics import fastpath  # noqa: E402
 from freeflyer_control.physics.actuators import Actuation, generalized_forces  # noqa: E402
 from freeflyer_control.physics.dynamics import forward_dynamics  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
@@ -70,6 +75,7 @@ RAW_DYN = "raw Pinocchio (crba + nonLinearEffects)"
 # Which raw row each quantity's ratio divides by: the Pinocchio calls it is built on.
 FLOOR_OF = {"H*/C*": RAW_DYN, "forward dynamics": "raw Pinocchio (aba)"}
 TARGET = ("spatial_6link", "GJM floating", 30.0)  # robot, quantity, median budget in us
+FLOOR_RATIO_TARGET = 3.0  # issue 13: GJM and H*/C* within 3x the Pinocchio calls they build on
 PLANT_DT = 1e-3  # s; a step costs the same whatever dt is
 N_STATES = 16  # distinct random states per robot, cycled through by the calls
 HOT_PATHS = ("gjm", "reduced", "dynamics", "modes", "linalg")  # what --before swaps in
@@ -122,7 +128,12 @@ class Case:
     quantity: str
     call: Callable[[], object]  # one call on the next state of the pool
     reset: Callable[[], None] = lambda: None  # run before each batch, outside the timing
+    path: str = "-"  # the GJM / H*/C* path: fastpath.COMPILED or fastpath.NUMPY
     samples: list[float] = field(default_factory=list)  # per-call ns, one per batch
+
+    def on_its_path(self):
+        """Context in which the calls take this case's path (entered outside the timing)."""
+        return fastpath.forced("numpy") if self.path == fastpath.NUMPY else contextlib.nullcontext()
 
 
 class StatePool:
@@ -201,34 +212,41 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
     def plant_reset():
         plant.state = pool.next()  # a batch of steps starts from a fresh random state
 
+    default = fastpath.path()
     cases = [
         Case(name, RAW, raw),
         Case(name, RAW_DYN, raw_dyn),
         Case(name, FLOOR_OF["forward dynamics"], raw_aba),
-        Case(name, "GJM floating", gjm("floating")),
-        Case(name, "GJM flying", gjm("flying")),
-        Case(name, "H*/C* floating", reduced("floating")),
-        Case(name, "H*/C* flying", reduced("flying")),
+        Case(name, "GJM floating", gjm("floating"), path=default),
+        Case(name, "GJM flying", gjm("flying"), path=default),
+        Case(name, "H*/C* floating", reduced("floating"), path=default),
+        Case(name, "H*/C* flying", reduced("flying"), path=default),
         Case(name, "forward dynamics (generalized_forces + aba)", fd),
         Case(name, "Plant.step", lambda: plant.step(act), plant_reset),
     ]
+    if default != fastpath.NUMPY:  # the reference path too, side by side
+        for mode in ("floating", "flying"):
+            cases.append(Case(name, f"GJM {mode} [NumPy]", gjm(mode), path=fastpath.NUMPY))
+        for mode in ("floating", "flying"):
+            cases.append(Case(name, f"H*/C* {mode} [NumPy]", reduced(mode), path=fastpath.NUMPY))
     if before is not None:
         ref, old_gjm, old_reduced = before
         for mode in ("floating", "flying"):
             cases.append(Case(name, f"GJM {mode} [before {ref}]", lambda m=mode: old_gjm(
-                ff, data, pool.next(), m, ee)))
+                ff, data, pool.next(), m, ee), path=fastpath.NUMPY))
         for mode in ("floating", "flying"):
             cases.append(Case(name, f"H*/C* {mode} [before {ref}]", lambda m=mode: old_reduced(
-                ff, data, pool.next(), m)))
+                ff, data, pool.next(), m), path=fastpath.NUMPY))
     return cases
 
 
 def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
     for case in cases:
-        for i in range(warmup):
-            if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
-                case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
-            case.call()
+        with case.on_its_path():
+            for i in range(warmup):
+                if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
+                    case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
+                case.call()
     clock = time.perf_counter_ns
     gc_was_enabled = gc.isenabled()
     try:
@@ -237,11 +255,12 @@ def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
             for case in cases[k:] + cases[:k]:
                 case.reset()
                 call = case.call
-                gc.disable()
-                t0 = clock()
-                for _ in range(batch):
-                    call()
-                t1 = clock()
+                with case.on_its_path():
+                    gc.disable()
+                    t0 = clock()
+                    for _ in range(batch):
+                        call()
+                    t1 = clock()
                 if gc_was_enabled:
                     gc.enable()
                 case.samples.append((t1 - t0) / batch)
@@ -318,7 +337,7 @@ def emit(facts: list[str], table: str, markdown: Path | None) -> None:
         print(f"wrote {markdown}")
 
 
-def summarise(cases: list[Case]) -> list[tuple[str, str, float, float, float]]:
+def summarise(cases: list[Case]) -> list[tuple[str, str, str, float, float, float]]:
     medians = {(c.robot, c.quantity): float(np.median(c.samples)) for c in cases}
     rows = []
     for c in cases:
@@ -327,21 +346,21 @@ def summarise(cases: list[Case]) -> list[tuple[str, str, float, float, float]]:
         floor = next((raw for prefix, raw in FLOOR_OF.items() if c.quantity.startswith(prefix)), RAW)
         if c.quantity.startswith("raw Pinocchio"):
             floor = c.quantity
-        rows.append((c.robot, c.quantity, med, p90, med * 1e3 / medians[(c.robot, floor)]))
+        rows.append((c.robot, c.quantity, c.path, med, p90, med * 1e3 / medians[(c.robot, floor)]))
     return rows
 
 
 def markdown_table(rows) -> str:
-    lines = ["| robot | quantity | median µs | p90 µs | ratio to its raw Pinocchio floor |",
-             "|---|---|---:|---:|---:|"]
-    for robot, quantity, med, p90, ratio in rows:
-        lines.append(f"| {robot} | {quantity} | {med:.1f} | {p90:.1f} | {ratio:.1f} |")
+    lines = ["| robot | quantity | path | median µs | p90 µs | ratio to its raw Pinocchio floor |",
+             "|---|---|---|---:|---:|---:|"]
+    for robot, quantity, path, med, p90, ratio in rows:
+        lines.append(f"| {robot} | {quantity} | {path} | {med:.1f} | {p90:.1f} | {ratio:.1f} |")
     return "\n".join(lines)
 
 
 def target_line(rows) -> str:
     robot, quantity, budget = TARGET
-    for r, q, med, _, _ in rows:
+    for r, q, _, med, _, _ in rows:
         if (r, q) == (robot, quantity):
             verdict = "PASS" if med <= budget else "FAIL"
             return (f"GJM {robot} floating median {med:.1f} µs "
@@ -349,9 +368,21 @@ def target_line(rows) -> str:
     return f"GJM {robot} floating: not measured (add {robot} to --robots)"
 
 
+def floor_ratio_line(rows) -> str:
+    """Issue 13's target 2: every GJM and H*/C* row on the default path within 3x its floor."""
+    mine = [(r, q, ratio) for r, q, path, _, _, ratio in rows
+            if q.startswith(("GJM ", "H*/C* ")) and "[" not in q]
+    if not mine:
+        return "GJM and H*/C* against their floors: not measured"
+    robot, quantity, worst = max(mine, key=lambda row: row[2])
+    verdict = "PASS" if worst <= FLOOR_RATIO_TARGET else "FAIL"
+    return (f"GJM and H*/C* ({fastpath.path()} path): worst ratio to the raw Pinocchio floor "
+            f"{worst:.1f}x ({robot}, {quantity}; target <= {FLOOR_RATIO_TARGET:.0f}x): {verdict}")
+
+
 def speedup_lines(rows) -> list[str]:
     """'before -> after' per robot and quantity, when --before was given."""
-    medians = {(r, q): med for r, q, med, _, _ in rows}
+    medians = {(r, q): med for r, q, _, med, _, _ in rows}
     lines = []
     for (robot, quantity), med in medians.items():
         if " [before " in quantity:
@@ -396,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({len(cases)} functions, {elapsed:.1f} s)",
     ]
     table = markdown_table(rows)
-    verdict = target_line(rows)
+    verdict = target_line(rows) + "\n" + floor_ratio_line(rows)
     speedups = speedup_lines(rows)
     print("\n".join(facts) + "\n")
     print(table)
