@@ -7,8 +7,8 @@ Measured, per robot:
   from C++), ``pin.crba`` + ``pin.nonLinearEffects`` (what H*/C* need), ``pin.aba`` (what forward
   dynamics needs); the ratio column divides each row by its own floor (the plant step by the
   first), so the Python overhead is visible;
-* GJM, floating and flying modes (``generalized_jacobian``, first end-effector);
-* H*/C*, floating and flying modes (``reduced_dynamics``);
+* GJM in each mode (``generalized_jacobian``, first end-effector);
+* H*/C* in each mode (``reduced_dynamics``);
 * with numba installed, the GJM and H*/C* rows take the compiled path
   (:mod:`freeflyer_control.physics.fastpath`) and rows tagged ``[NumPy]`` time the NumPy
   reference path as well; the ``path`` column says which path each row took;
@@ -24,6 +24,7 @@ per-call samples. The garbage collector is off while a batch runs (as in ``timei
 Usage (from the repository root):
 
     python bench/bench_core.py [--repeats N] [--robots planar_4link,spatial_6link]
+                               [--modes all | floating,flying,...]
                                [--markdown FILE] [--before GITREF]
 
 ``--before GITREF`` also times the GJM and H*/C* of an earlier commit, in the same interleaved
@@ -65,11 +66,14 @@ from freeflyer_control.physics import fastpath  # noqa: E402
 from freeflyer_control.physics.actuators import Actuation, generalized_forces  # noqa: E402
 from freeflyer_control.physics.dynamics import forward_dynamics  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
+from freeflyer_control.errors import ModeError  # noqa: E402
+from freeflyer_control.physics.modes import Mode  # noqa: E402
 from freeflyer_control.physics.plant import Plant  # noqa: E402
 from freeflyer_control.physics.reduced import reduced_dynamics  # noqa: E402
 from freeflyer_control.physics.state import State, make_state  # noqa: E402
 
 DEFAULT_ROBOTS = ("planar_4link", "spatial_6link", "spatial_7dof")
+DEFAULT_MODES = tuple(m.value for m in Mode)  # all five; --modes floating,flying for fewer rows
 RAW = "raw Pinocchio (crba + computeFrameJacobian)"
 RAW_DYN = "raw Pinocchio (crba + nonLinearEffects)"
 # Which raw row each quantity's ratio divides by: the Pinocchio calls it is built on.
@@ -172,7 +176,8 @@ def load_before(ref: str):
     return gjm.generalized_jacobian, reduced.reduced_dynamics
 
 
-def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
+def robot_cases(name: str, rng: np.random.Generator, before=None,
+                modes: tuple[str, ...] = DEFAULT_MODES) -> list[Case]:
     ff = load_robot(name)
     model, data = ff.model, ff.create_data()
     ee = ff.end_effectors[0]
@@ -217,24 +222,22 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
         Case(name, RAW, raw),
         Case(name, RAW_DYN, raw_dyn),
         Case(name, FLOOR_OF["forward dynamics"], raw_aba),
-        Case(name, "GJM floating", gjm("floating"), path=default),
-        Case(name, "GJM flying", gjm("flying"), path=default),
-        Case(name, "H*/C* floating", reduced("floating"), path=default),
-        Case(name, "H*/C* flying", reduced("flying"), path=default),
+        *(Case(name, f"GJM {mode}", gjm(mode), path=default) for mode in modes),
+        *(Case(name, f"H*/C* {mode}", reduced(mode), path=default) for mode in modes),
         Case(name, "forward dynamics (generalized_forces + aba)", fd),
         Case(name, "Plant.step", lambda: plant.step(act), plant_reset),
     ]
     if default != fastpath.NUMPY:  # the reference path too, side by side
-        for mode in ("floating", "flying"):
+        for mode in modes:
             cases.append(Case(name, f"GJM {mode} [NumPy]", gjm(mode), path=fastpath.NUMPY))
-        for mode in ("floating", "flying"):
+        for mode in modes:
             cases.append(Case(name, f"H*/C* {mode} [NumPy]", reduced(mode), path=fastpath.NUMPY))
     if before is not None:
         ref, old_gjm, old_reduced = before
-        for mode in ("floating", "flying"):
+        for mode in modes:
             cases.append(Case(name, f"GJM {mode} [before {ref}]", lambda m=mode: old_gjm(
                 ff, data, pool.next(), m, ee), path=fastpath.NUMPY))
-        for mode in ("floating", "flying"):
+        for mode in modes:
             cases.append(Case(name, f"H*/C* {mode} [before {ref}]", lambda m=mode: old_reduced(
                 ff, data, pool.next(), m), path=fastpath.NUMPY))
     return cases
@@ -403,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots", nargs="+", default=list(DEFAULT_ROBOTS),
                         help="bundled robot names, space- or comma-separated "
                              f"(default {','.join(DEFAULT_ROBOTS)})")
+    parser.add_argument("--modes", default="all",
+                        help="GJM and H*/C* modes, comma-separated, or 'all' (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="random states and commands")
     parser.add_argument("--markdown", type=Path, metavar="FILE",
                         help="also write the machine facts, the table and the target line here")
@@ -412,10 +417,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.batch < 1 or args.warmup < 0:
         parser.error("--repeats and --batch must be >= 1, --warmup >= 0")
     robots = [r for item in args.robots for r in item.split(",") if r]
+    try:
+        modes = tuple(m.value for m in Mode) if args.modes == "all" else tuple(
+            Mode.parse(m).value for m in args.modes.split(",") if m)
+    except ModeError as exc:
+        parser.error(f"--modes: {exc}")
 
     rng = np.random.default_rng(args.seed)
     before = (args.before, *load_before(args.before)) if args.before else None
-    cases = [case for name in robots for case in robot_cases(name, rng, before)]
+    cases = [case for name in robots for case in robot_cases(name, rng, before, modes)]
     t0, stat0 = time.perf_counter(), cpu_times()
     run(cases, args.repeats, args.batch, args.warmup)
     elapsed, stat1 = time.perf_counter() - t0, cpu_times()
