@@ -137,6 +137,19 @@ def test_non_positive_definite_inertia_raises_one_line_linalg_error_on_both_path
                 assert "\n" not in str(err.value) and "singular" in str(err.value)
 
 
+def test_non_finite_configuration_raises_a_linalg_error_that_names_it_on_the_compiled_path():
+    ff = load_robot("spatial_6link")
+    data = ff.create_data()
+    state = random_state(ff, np.random.default_rng(6))
+    state.q[ff.nb + 1] = np.nan  # a joint angle
+    with fastpath.forced("compiled"):
+        for call in (lambda: generalized_jacobian(ff, data, state, "floating", "ee_link"),
+                     lambda: reduced_dynamics(ff, data, state, "floating")):
+            with pytest.raises(np.linalg.LinAlgError, match="^mass matrix not finite: the "
+                               "configuration q holds a NaN or Inf; check the state$"):
+                call()
+
+
 @pytest.mark.parametrize("bad_mode", ["hovering", ["floating"]])
 def test_unknown_mode_raises_mode_error_on_the_compiled_path_too(bad_mode):
     ff = load_robot("planar_4link")

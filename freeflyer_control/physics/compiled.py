@@ -22,6 +22,9 @@ Differences from the NumPy path, all exact in exact arithmetic:
   returns (arm, commanded base, wheels for the drift); the free columns of J* are zero;
 * H* = M_aa - Y'Y with Y = U'^-1 M_fa (M_ff = U'U) is symmetric by construction.
 
+And one outside exact arithmetic: a NaN or Inf in q (so in M) fails the Cholesky, and the
+callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy path returns NaN.
+
 numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
 for ~5-30 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
 ~0.3 s. numba does not notice edits to the plain functions compiled here from other modules:

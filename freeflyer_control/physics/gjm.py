@@ -31,7 +31,7 @@ import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics import fastpath
-from freeflyer_control.physics.linalg import not_positive_definite_message, solve
+from freeflyer_control.physics.linalg import cholesky_failure, solve
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import conserved_to_base_rows
@@ -161,7 +161,7 @@ def generalized_jacobian(
         M = _NO_MATRIX
     matrix, drift, info = kernels.gjm_post(M, J, state.v, q, plan.layout, h)
     if info:
-        raise np.linalg.LinAlgError(not_positive_definite_message(info))
+        raise cholesky_failure(info, M)
     return fastpath.frozen(GJM, {
         "matrix": matrix, "drift": drift, "mode": plan.mode, "frame": frame, "point": point_arr,
         "row_names": plan.row_names, "column_names": plan.column_names})

@@ -29,7 +29,7 @@ import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics import fastpath
-from freeflyer_control.physics.linalg import not_positive_definite_message, solve
+from freeflyer_control.physics.linalg import cholesky_failure, solve
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, world_to_local_base_map
@@ -86,7 +86,7 @@ def reduced_dynamics(
     b = pin.nonLinearEffects(ff.model, data, q, v)
     H, C, info = kernels.reduced_post(M, b, v, q, plan.layout)
     if info:
-        raise np.linalg.LinAlgError(not_positive_definite_message(info))
+        raise cholesky_failure(info, M)
     return fastpath.frozen(ReducedDynamics, {
         "H": H, "C": C, "coordinate_names": plan.names, "mode": plan.mode})
 
