@@ -2,8 +2,8 @@
 
 After Pinocchio's calls (CRBA, frame Jacobian, nonlinear effects) a GJM or an H*/C* is a few
 hundred flops on matrices of 6 to 16 rows. Done with NumPy / LAPACK that is about fifteen calls
-of 0.3-2 µs each, several times the C++ work (bench/bench_core.py); here it is one call of
-about 0.5 µs plus the arithmetic. Import this module only when numba is installed
+of 0.3-2 µs each, several times the C++ work (bench/bench_core.py); here it is one call:
+~1 µs of numba dispatch and ~0.5 µs of arithmetic. Import this module only when numba is installed
 (:func:`freeflyer_control.sim.fast.available` tells).
 
 The math is that of :mod:`freeflyer_control.physics.gjm` and
@@ -26,8 +26,8 @@ And one outside exact arithmetic: a NaN or Inf in q (so in M) fails the Cholesky
 callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy path returns NaN.
 
 numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
-for ~5-30 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
-~0.3 s. numba does not notice edits to the plain functions compiled here from other modules:
+for ~5-35 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
+0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules:
 after editing one, delete ``physics/__pycache__/*.nbi`` and ``*.nbc``.
 """
 
@@ -53,6 +53,8 @@ def _base_map(q, planar, T):
     Rb = np.empty((3, 3))
     _base_rotation(planar, q, Rb)
     _base_map_from_rotation(planar, Rb, T)
+
+
 _minus_omega_cross = njit(**_JIT)(minus_omega_cross_into)
 
 
@@ -130,14 +132,14 @@ def gjm_post(M, J, v, q, layout, h):
     """(matrix, drift, info) of :func:`~freeflyer_control.physics.gjm.generalized_jacobian`.
 
     Args:
-        M: mass matrix (nv, nv), upper triangle read (unused when the mode has no free base
-            coordinate).
-        J: frame Jacobian (6, nv), twist [v_point; omega] in world axes.
-        v: velocity (nv,), Pinocchio's (base part in base_link axes).
+        M: mass matrix (nv, nv; kg, kg m, kg m^2), upper triangle read (unused when the mode
+            has no free base coordinate). Not modified, nor is any other argument.
+        J: frame Jacobian (6, nv), twist [v_point (m/s); omega (rad/s)] in world axes.
+        v: velocity (nv,), Pinocchio's (base part in base_link axes; m/s, rad/s).
         q: configuration (nq,).
         layout: :func:`gjm_layout`.
-        h: the conserved momentum as base rows M_f nu (physics.momentum.conserved_to_base_rows),
-            or empty: M_f nu at ``v``.
+        h: the conserved momentum as base rows M_f nu (physics.momentum.conserved_to_base_rows;
+            kg m/s, kg m^2/s, base_link axes), or empty: M_f nu at ``v``.
     Returns:
         info: 0, or potrf's > 0 when M_ff is not positive definite (matrix, drift unusable).
     """
@@ -227,9 +229,9 @@ def reduced_post(M, b, v, q, layout):
     """(H, C, info) of :func:`~freeflyer_control.physics.reduced.reduced_dynamics`.
 
     Args:
-        M: mass matrix (nv, nv), upper triangle read.
-        b: nonlinear effects (nv,), N m (base rows: base_link axes).
-        v: velocity (nv,); q: configuration (nq,).
+        M: mass matrix (nv, nv; kg, kg m, kg m^2), upper triangle read; not modified.
+        b: nonlinear effects (nv,), N or N m (base rows: base_link axes).
+        v: velocity (nv,; m/s, rad/s, base part in base_link axes); q: configuration (nq,).
         layout: :func:`reduced_layout`.
     Returns:
         info: 0, or potrf's > 0 when M over the eliminated coordinates is not positive
