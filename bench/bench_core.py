@@ -7,8 +7,11 @@ Measured, per robot:
   from C++), ``pin.crba`` + ``pin.nonLinearEffects`` (what H*/C* need), ``pin.aba`` (what forward
   dynamics needs); the ratio column divides each row by its own floor (the plant step by the
   first), so the Python overhead is visible;
-* GJM, floating and flying modes (``generalized_jacobian``, first end-effector);
-* H*/C*, floating and flying modes (``reduced_dynamics``);
+* GJM in each mode (``generalized_jacobian``, first end-effector);
+* H*/C* in each mode (``reduced_dynamics``);
+* with numba installed, the GJM and H*/C* rows take the compiled path
+  (:mod:`freeflyer_control.physics.fastpath`) and rows tagged ``[NumPy]`` time the NumPy
+  reference path as well; the ``path`` column says which path each row took;
 * forward dynamics: ``generalized_forces`` of an :class:`Actuation` + ``forward_dynamics``;
 * one plant step (``Plant.step``: RKMK4, four ABA calls, momentum projection).
 
@@ -21,6 +24,7 @@ per-call samples. The garbage collector is off while a batch runs (as in ``timei
 Usage (from the repository root):
 
     python bench/bench_core.py [--repeats N] [--robots planar_4link,spatial_6link]
+                               [--modes all | floating,flying,...]
                                [--markdown FILE] [--before GITREF]
 
 ``--before GITREF`` also times the GJM and H*/C* of an earlier commit, in the same interleaved
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import gc
 import importlib
 import os
@@ -57,19 +62,24 @@ import pinocchio as pin  # noqa: E402
 
 import freeflyer_control  # noqa: E402
 from freeflyer_control.model import FreeFlyerModel, load_robot  # noqa: E402
+from freeflyer_control.physics import fastpath  # noqa: E402
 from freeflyer_control.physics.actuators import Actuation, generalized_forces  # noqa: E402
 from freeflyer_control.physics.dynamics import forward_dynamics  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
+from freeflyer_control.errors import ModeError  # noqa: E402
+from freeflyer_control.physics.modes import Mode  # noqa: E402
 from freeflyer_control.physics.plant import Plant  # noqa: E402
 from freeflyer_control.physics.reduced import reduced_dynamics  # noqa: E402
 from freeflyer_control.physics.state import State, make_state  # noqa: E402
 
 DEFAULT_ROBOTS = ("planar_4link", "spatial_6link", "spatial_7dof")
+DEFAULT_MODES = tuple(m.value for m in Mode)  # all five; --modes floating,flying for fewer rows
 RAW = "raw Pinocchio (crba + computeFrameJacobian)"
 RAW_DYN = "raw Pinocchio (crba + nonLinearEffects)"
 # Which raw row each quantity's ratio divides by: the Pinocchio calls it is built on.
 FLOOR_OF = {"H*/C*": RAW_DYN, "forward dynamics": "raw Pinocchio (aba)"}
 TARGET = ("spatial_6link", "GJM floating", 30.0)  # robot, quantity, median budget in us
+FLOOR_RATIO_TARGET = 3.0  # issue 13: GJM and H*/C* within 3x the Pinocchio calls they build on
 PLANT_DT = 1e-3  # s; a step costs the same whatever dt is
 N_STATES = 16  # distinct random states per robot, cycled through by the calls
 HOT_PATHS = ("gjm", "reduced", "dynamics", "modes", "linalg")  # what --before swaps in
@@ -122,7 +132,12 @@ class Case:
     quantity: str
     call: Callable[[], object]  # one call on the next state of the pool
     reset: Callable[[], None] = lambda: None  # run before each batch, outside the timing
+    path: str = "-"  # the GJM / H*/C* path: fastpath.COMPILED or fastpath.NUMPY
     samples: list[float] = field(default_factory=list)  # per-call ns, one per batch
+
+    def on_its_path(self):
+        """Context in which the calls take this case's path (entered outside the timing)."""
+        return fastpath.forced("numpy") if self.path == fastpath.NUMPY else contextlib.nullcontext()
 
 
 class StatePool:
@@ -161,7 +176,8 @@ def load_before(ref: str):
     return gjm.generalized_jacobian, reduced.reduced_dynamics
 
 
-def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
+def robot_cases(name: str, rng: np.random.Generator, before=None,
+                modes: tuple[str, ...] = DEFAULT_MODES) -> list[Case]:
     ff = load_robot(name)
     model, data = ff.model, ff.create_data()
     ee = ff.end_effectors[0]
@@ -201,34 +217,39 @@ def robot_cases(name: str, rng: np.random.Generator, before=None) -> list[Case]:
     def plant_reset():
         plant.state = pool.next()  # a batch of steps starts from a fresh random state
 
+    default = fastpath.path()
     cases = [
         Case(name, RAW, raw),
         Case(name, RAW_DYN, raw_dyn),
         Case(name, FLOOR_OF["forward dynamics"], raw_aba),
-        Case(name, "GJM floating", gjm("floating")),
-        Case(name, "GJM flying", gjm("flying")),
-        Case(name, "H*/C* floating", reduced("floating")),
-        Case(name, "H*/C* flying", reduced("flying")),
+        *(Case(name, f"GJM {mode}", gjm(mode), path=default) for mode in modes),
+        *(Case(name, f"H*/C* {mode}", reduced(mode), path=default) for mode in modes),
         Case(name, "forward dynamics (generalized_forces + aba)", fd),
         Case(name, "Plant.step", lambda: plant.step(act), plant_reset),
     ]
+    if default != fastpath.NUMPY:  # the reference path too, side by side
+        for mode in modes:
+            cases.append(Case(name, f"GJM {mode} [NumPy]", gjm(mode), path=fastpath.NUMPY))
+        for mode in modes:
+            cases.append(Case(name, f"H*/C* {mode} [NumPy]", reduced(mode), path=fastpath.NUMPY))
     if before is not None:
         ref, old_gjm, old_reduced = before
-        for mode in ("floating", "flying"):
+        for mode in modes:
             cases.append(Case(name, f"GJM {mode} [before {ref}]", lambda m=mode: old_gjm(
-                ff, data, pool.next(), m, ee)))
-        for mode in ("floating", "flying"):
+                ff, data, pool.next(), m, ee), path=fastpath.NUMPY))
+        for mode in modes:
             cases.append(Case(name, f"H*/C* {mode} [before {ref}]", lambda m=mode: old_reduced(
-                ff, data, pool.next(), m)))
+                ff, data, pool.next(), m), path=fastpath.NUMPY))
     return cases
 
 
 def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
     for case in cases:
-        for i in range(warmup):
-            if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
-                case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
-            case.call()
+        with case.on_its_path():
+            for i in range(warmup):
+                if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
+                    case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
+                case.call()
     clock = time.perf_counter_ns
     gc_was_enabled = gc.isenabled()
     try:
@@ -237,11 +258,12 @@ def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
             for case in cases[k:] + cases[:k]:
                 case.reset()
                 call = case.call
-                gc.disable()
-                t0 = clock()
-                for _ in range(batch):
-                    call()
-                t1 = clock()
+                with case.on_its_path():
+                    gc.disable()
+                    t0 = clock()
+                    for _ in range(batch):
+                        call()
+                    t1 = clock()
                 if gc_was_enabled:
                     gc.enable()
                 case.samples.append((t1 - t0) / batch)
@@ -318,7 +340,7 @@ def emit(facts: list[str], table: str, markdown: Path | None) -> None:
         print(f"wrote {markdown}")
 
 
-def summarise(cases: list[Case]) -> list[tuple[str, str, float, float, float]]:
+def summarise(cases: list[Case]) -> list[tuple[str, str, str, float, float, float]]:
     medians = {(c.robot, c.quantity): float(np.median(c.samples)) for c in cases}
     rows = []
     for c in cases:
@@ -327,21 +349,21 @@ def summarise(cases: list[Case]) -> list[tuple[str, str, float, float, float]]:
         floor = next((raw for prefix, raw in FLOOR_OF.items() if c.quantity.startswith(prefix)), RAW)
         if c.quantity.startswith("raw Pinocchio"):
             floor = c.quantity
-        rows.append((c.robot, c.quantity, med, p90, med * 1e3 / medians[(c.robot, floor)]))
+        rows.append((c.robot, c.quantity, c.path, med, p90, med * 1e3 / medians[(c.robot, floor)]))
     return rows
 
 
 def markdown_table(rows) -> str:
-    lines = ["| robot | quantity | median µs | p90 µs | ratio to its raw Pinocchio floor |",
-             "|---|---|---:|---:|---:|"]
-    for robot, quantity, med, p90, ratio in rows:
-        lines.append(f"| {robot} | {quantity} | {med:.1f} | {p90:.1f} | {ratio:.1f} |")
+    lines = ["| robot | quantity | path | median µs | p90 µs | ratio to its raw Pinocchio floor |",
+             "|---|---|---|---:|---:|---:|"]
+    for robot, quantity, path, med, p90, ratio in rows:
+        lines.append(f"| {robot} | {quantity} | {path} | {med:.1f} | {p90:.1f} | {ratio:.1f} |")
     return "\n".join(lines)
 
 
 def target_line(rows) -> str:
     robot, quantity, budget = TARGET
-    for r, q, med, _, _ in rows:
+    for r, q, _, med, _, _ in rows:
         if (r, q) == (robot, quantity):
             verdict = "PASS" if med <= budget else "FAIL"
             return (f"GJM {robot} floating median {med:.1f} µs "
@@ -349,9 +371,21 @@ def target_line(rows) -> str:
     return f"GJM {robot} floating: not measured (add {robot} to --robots)"
 
 
+def floor_ratio_line(rows) -> str:
+    """Issue 13's target 2: every GJM and H*/C* row on the default path within 3x its floor."""
+    mine = [(r, q, ratio) for r, q, path, _, _, ratio in rows
+            if q.startswith(("GJM ", "H*/C* ")) and "[" not in q]
+    if not mine:
+        return "GJM and H*/C* against their floors: not measured"
+    robot, quantity, worst = max(mine, key=lambda row: row[2])
+    verdict = "PASS" if worst <= FLOOR_RATIO_TARGET else "FAIL"
+    return (f"GJM and H*/C* ({fastpath.path()} path): worst ratio to the raw Pinocchio floor "
+            f"{worst:.1f}x ({robot}, {quantity}; target <= {FLOOR_RATIO_TARGET:.0f}x): {verdict}")
+
+
 def speedup_lines(rows) -> list[str]:
     """'before -> after' per robot and quantity, when --before was given."""
-    medians = {(r, q): med for r, q, med, _, _ in rows}
+    medians = {(r, q): med for r, q, _, med, _, _ in rows}
     lines = []
     for (robot, quantity), med in medians.items():
         if " [before " in quantity:
@@ -372,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots", nargs="+", default=list(DEFAULT_ROBOTS),
                         help="bundled robot names, space- or comma-separated "
                              f"(default {','.join(DEFAULT_ROBOTS)})")
+    parser.add_argument("--modes", default="all",
+                        help="GJM and H*/C* modes, comma-separated, or 'all' (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="random states and commands")
     parser.add_argument("--markdown", type=Path, metavar="FILE",
                         help="also write the machine facts, the table and the target line here")
@@ -381,10 +417,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.batch < 1 or args.warmup < 0:
         parser.error("--repeats and --batch must be >= 1, --warmup >= 0")
     robots = [r for item in args.robots for r in item.split(",") if r]
+    try:
+        modes = tuple(m.value for m in Mode) if args.modes == "all" else tuple(
+            Mode.parse(m).value for m in args.modes.split(",") if m)
+    except ModeError as exc:
+        parser.error(f"--modes: {exc}")
 
     rng = np.random.default_rng(args.seed)
     before = (args.before, *load_before(args.before)) if args.before else None
-    cases = [case for name in robots for case in robot_cases(name, rng, before)]
+    cases = [case for name in robots for case in robot_cases(name, rng, before, modes)]
     t0, stat0 = time.perf_counter(), cpu_times()
     run(cases, args.repeats, args.batch, args.warmup)
     elapsed, stat1 = time.perf_counter() - t0, cpu_times()
@@ -396,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({len(cases)} functions, {elapsed:.1f} s)",
     ]
     table = markdown_table(rows)
-    verdict = target_line(rows)
+    verdict = target_line(rows) + "\n" + floor_ratio_line(rows)
     speedups = speedup_lines(rows)
     print("\n".join(facts) + "\n")
     print(table)

@@ -21,6 +21,7 @@ import pinocchio as pin
 from freeflyer_control.control.allocation import ThrusterAllocator
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.gjm import actuated_velocities, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
@@ -72,6 +73,7 @@ class _ComputedTorque:
             raise ModeError(f"capture flies {[m.value for m in CAPTURE_MODES]}; mode '{mode.value}' is not supported "
                             "yet: choose floating or flying")
         self.ff, self.mode, self.data = ff, mode, ff.create_data()
+        fastpath.kernels()  # load (first use: compile) the compiled H*/C* now, not on a tick
         self.allocator = ThrusterAllocator(ff) if mode is Mode.FLYING and ff.thrusters else None
 
     def actuation(self, state: State, u_dot: np.ndarray) -> Actuation:

@@ -28,6 +28,7 @@ from freeflyer_control.control.base_control import BaseGains, base_accelerations
 from freeflyer_control.control.effort import ControlEffort
 from freeflyer_control.control.references import BaseReference, JointReference
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.linalg import solve
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.reduced import ReducedDynamics, reduced_dynamics
@@ -65,6 +66,7 @@ class ComputedTorque:
                  base_gains: BaseGains = BaseGains()):
         self.model = model
         self.data = model.create_data()
+        fastpath.kernels()  # load (first use: compile) the compiled H*/C* now, not on a tick
         self.kp, self.kd = gains.arrays(len(model.arm_joint_names))
         self.base_gains = base_gains
         self.last_dynamics: ReducedDynamics | None = None

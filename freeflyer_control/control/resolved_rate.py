@@ -39,6 +39,7 @@ import pinocchio as pin
 
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.gjm import PLANAR_ROWS, SPATIAL_ROWS, actuated_velocities, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SIGMA_NEAR, measures_from_singular_values, thin_svd
@@ -129,6 +130,7 @@ class ResolvedRate:
     def __init__(self, model: FreeFlyerModel, gains: ResolvedRateGains = ResolvedRateGains()):
         self.model = model
         self.data = model.create_data()
+        fastpath.kernels()  # load (first use: compile) the compiled GJM now, not on a tick
         self.gains = gains
         self.rate_limit = np.broadcast_to(
             np.asarray(gains.max_joint_rate, dtype=float), (len(model.arm_joint_names),)

@@ -30,7 +30,8 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.linalg import solve
+from freeflyer_control.physics import fastpath
+from freeflyer_control.physics.linalg import cholesky_failure, solve
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import conserved_to_base_rows
@@ -136,11 +137,42 @@ def generalized_jacobian(
         M: the mass matrix (full symmetric, as :func:`mass_matrix` returns it) at ``state.q``
             if the caller already has it.
     """
+    kernels = fastpath.kernels()
+    if kernels is None:
+        return _generalized_jacobian_numpy(ff, data, state, Mode.parse(mode), frame, point,
+                                           conserved, M)
+    # The compiled path: Pinocchio's calls, then one call of physics.compiled.gjm_post.
+    plan = fastpath.cached_plan(_PLANS, (id(ff), mode, frame), ff,
+                                lambda: _gjm_plan(kernels, ff, mode, frame))
+    q = state.q
+    if point is None:
+        point_arr = np.zeros(3)
+        J = pin.computeFrameJacobian(ff.model, data, q, plan.frame_id, pin.LOCAL_WORLD_ALIGNED)
+    else:
+        point_arr = np.asarray(point, dtype=float)
+        J = frame_jacobian(ff, data, q, frame, point_arr)
+    h = _NO_VECTOR  # empty: the kernel uses the momentum at state
+    if plan.has_free:
+        if M is None:
+            M = pin.crba(ff.model, data, q)  # the kernel reads its upper triangle only
+        if conserved is not None:
+            h = conserved_to_base_rows(ff, data, q, plan.mode, conserved)
+    else:
+        M = _NO_MATRIX
+    matrix, drift, info = kernels.gjm_post(M, J, state.v, q, plan.layout, h)
+    if info:
+        raise cholesky_failure(info, M)
+    return fastpath.frozen(GJM, {
+        "matrix": matrix, "drift": drift, "mode": plan.mode, "frame": frame, "point": point_arr,
+        "row_names": plan.row_names, "column_names": plan.column_names})
+
+
+def _generalized_jacobian_numpy(ff, data, state, mode, frame, point, conserved, M) -> GJM:
+    """The NumPy / LAPACK path of :func:`generalized_jacobian`: the reference."""
     # This runs on every control tick, where NumPy's per-call overhead (~0.3-1 us a call on
     # these small arrays) outweighs the arithmetic: it uses slices (views) and np.take rather
     # than fancy indexing, few temporaries, and one LAPACK call (two with ``conserved``).
     # bench/bench_core.py times it.
-    mode = Mode.parse(mode)
     q, v = state.q, state.v
     if point is None:
         point_arr = np.zeros(3)
@@ -188,6 +220,43 @@ def generalized_jacobian(
         row_names=PLANAR_ROWS if planar else SPATIAL_ROWS,
         column_names=tuple(ff.arm_joint_names) + part.names,
     )
+
+
+_NO_VECTOR = np.zeros(0)
+_NO_MATRIX = np.zeros((0, 0))
+
+
+@dataclass(frozen=True)
+class _GJMPlan:
+    """What a GJM of one frame in one mode needs besides the state, built once per model,
+    mode and frame: the parsed mode, the frame id, the index layout of the compiled kernel,
+    the names."""
+
+    mode: Mode
+    frame_id: int
+    layout: np.ndarray
+    has_free: bool
+    row_names: tuple[str, ...]
+    column_names: tuple[str, ...]
+
+
+# (id(ff), mode as the caller gave it, frame) -> (ff, plan): see fastpath.cached_plan.
+_PLANS: dict[tuple, tuple[FreeFlyerModel, _GJMPlan]] = {}
+
+
+def _gjm_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, frame: str) -> _GJMPlan:
+    parsed = Mode.parse(mode)
+    planar = ff.base == "planar"
+    part = base_partition(ff.base, parsed)
+    layout = kernels.gjm_layout(planar, _PLANAR_ROW_INDEX if planar else range(6), part.free,
+                                part.commanded, ff.arm_v_indices, ff.wheel_v_indices)
+    layout.setflags(write=False)
+    plan = _GJMPlan(
+        mode=parsed, frame_id=_frame_id(ff, frame), layout=layout, has_free=part.free.size > 0,
+        row_names=PLANAR_ROWS if planar else SPATIAL_ROWS,
+        column_names=tuple(ff.arm_joint_names) + part.names,
+    )
+    return plan
 
 
 def actuated_velocities(ff: FreeFlyerModel, state: State, mode: Mode | str) -> np.ndarray:

@@ -44,11 +44,24 @@ def solve_spd_upper(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """
     _, x, info = dposv(A, B, lower=0)
     if info != 0:
-        raise np.linalg.LinAlgError(
-            f"matrix not positive definite in solve (LAPACK posv info={info}): a zero-mass "
-            "body or a degenerate joint makes the inertia singular"
-        )
+        raise np.linalg.LinAlgError(not_positive_definite_message(info))
     return x
+
+
+def cholesky_failure(info: int, M: np.ndarray) -> np.linalg.LinAlgError:
+    """The error to raise when a compiled Cholesky of a block of the mass matrix M failed with
+    potrf's ``info``: a non-finite M (NaN or Inf in the configuration) is said as such, since
+    the NumPy path would not raise but return NaN."""
+    if not np.isfinite(M).all():
+        return np.linalg.LinAlgError(
+            "mass matrix not finite: the configuration q holds a NaN or Inf; check the state")
+    return np.linalg.LinAlgError(not_positive_definite_message(info))
+
+
+def not_positive_definite_message(info: int) -> str:
+    """The one-line error of a failed Cholesky factorisation (LAPACK potrf/posv ``info``)."""
+    return (f"matrix not positive definite in solve (LAPACK posv info={info}): a zero-mass "
+            "body or a degenerate joint makes the inertia singular")
 
 
 def quadratic_form_upper(A: np.ndarray, x: np.ndarray) -> float:

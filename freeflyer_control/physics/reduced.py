@@ -28,7 +28,8 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.linalg import cross3, solve
+from freeflyer_control.physics import fastpath
+from freeflyer_control.physics.linalg import cholesky_failure, solve
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, world_to_local_base_map
@@ -73,9 +74,27 @@ def reduced_dynamics(
             with the free base coordinates: the coordinates are then the commanded base DOFs and
             the arm joints only. (Same elimination: no force acts on them.)
     """
+    kernels = fastpath.kernels()
+    if kernels is None:
+        return _reduced_dynamics_numpy(ff, data, state, Mode.parse(mode), M, idle_wheels)
+    # The compiled path: Pinocchio's calls, then one call of physics.compiled.reduced_post.
+    plan = fastpath.cached_plan(_PLANS, (id(ff), mode, idle_wheels), ff,
+                                lambda: _reduced_plan(kernels, ff, mode, idle_wheels))
+    q, v = state.q, state.v
+    if M is None:
+        M = pin.crba(ff.model, data, q)  # the kernel reads its upper triangle only
+    b = pin.nonLinearEffects(ff.model, data, q, v)
+    H, C, info = kernels.reduced_post(M, b, v, q, plan.layout)
+    if info:
+        raise cholesky_failure(info, M)
+    return fastpath.frozen(ReducedDynamics, {
+        "H": H, "C": C, "coordinate_names": plan.names, "mode": plan.mode})
+
+
+def _reduced_dynamics_numpy(ff, data, state, mode, M, idle_wheels) -> ReducedDynamics:
+    """The NumPy / LAPACK path of :func:`reduced_dynamics`: the reference."""
     # A per-tick path (computed-torque control): np.take and slices instead of np.ix_ fancy
     # indexing, one LAPACK call. bench/bench_core.py measures it.
-    mode = Mode.parse(mode)
     q, v = state.q, state.v
     part = base_partition(ff.base, mode)
     f, c = part.free_slice, part.commanded_slice
@@ -122,6 +141,35 @@ def reduced_dynamics(
     return ReducedDynamics(H, C, names, mode)
 
 
+@dataclass(frozen=True)
+class _ReducedPlan:
+    """The index layout of the compiled kernel and the coordinate names of one mode's reduced
+    dynamics, built once per model, mode and wheel option."""
+
+    mode: Mode
+    layout: np.ndarray
+    names: tuple[str, ...]
+
+
+# (id(ff), mode as the caller gave it, idle_wheels) -> (ff, plan): see fastpath.cached_plan.
+_PLANS: dict = {}
+
+
+def _reduced_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, idle_wheels: bool) -> _ReducedPlan:
+    parsed = Mode.parse(mode)
+    part = base_partition(ff.base, parsed)
+    c = part.commanded_slice
+    act, elim = _actuated_indices(ff.nb, ff.model.nv, c.start, c.stop), part.free
+    names = part.names + tuple(ff.joint_names)
+    if idle_wheels and ff.wheel_v_indices.size > 0:
+        act, elim = _with_idle_wheels(ff, part, act)
+        names = part.names + tuple(ff.arm_joint_names)
+    layout = kernels.reduced_layout(ff.base == "planar", part.commanded.size, act, elim)
+    layout.setflags(write=False)
+    plan = _ReducedPlan(parsed, layout, names)
+    return plan
+
+
 @functools.lru_cache(maxsize=None)
 def _actuated_indices(nb: int, nv: int, c_start: int, c_stop: int) -> np.ndarray:
     """The actuated coordinates: the commanded base ones (c_start:c_stop), then every joint.
@@ -151,10 +199,20 @@ _IDLE_CACHE: dict = {}
 
 def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: slice) -> np.ndarray:
     """-omega_b x nu for the commanded base coordinates c (zero on the angular ones)."""
-    out = np.zeros(ff.nb)
-    if ff.base == "planar":
-        wz, vx, vy = v[2], v[0], v[1]
-        out[:2] = [wz * vy, -wz * vx]
-    else:
-        out[:3] = -cross3(v[3:6], v[:3])
+    out = np.empty(ff.nb)
+    minus_omega_cross_into(v, ff.base == "planar", out)
     return out[c]
+
+
+def minus_omega_cross_into(v, planar, out) -> None:
+    """Write T' u = -omega_b x nu_b (nb,) into ``out``: the rate of change of the base
+    coordinates nu_b = T u (base_link axes) at fixed world velocities u, from Pinocchio's
+    velocity ``v`` (base part in base_link axes: linear m/s, then angular rad/s); zero on the
+    angular rows. Plain scalar code: the compiled H*/C* (physics.compiled) compile it too."""
+    if planar:
+        wz = v[2]
+        out[0], out[1], out[2] = wz * v[1], -wz * v[0], 0.0
+        return
+    w0, w1, w2, v0, v1, v2 = v[3], v[4], v[5], v[0], v[1], v[2]
+    out[0], out[1], out[2] = -(w1 * v2 - w2 * v1), -(w2 * v0 - w0 * v2), -(w0 * v1 - w1 * v0)
+    out[3], out[4], out[5] = 0.0, 0.0, 0.0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.gjm import GJM, generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import OperationalSpaceInertia, operational_space_inertia
@@ -68,6 +69,7 @@ class GjmServer:
             raise ValueError(f"sigma_warn must be a finite number >= 0 (m/rad), got {sigma_warn}")
         self.sigma_warn = float(sigma_warn)
         self.data = ff.create_data()
+        fastpath.kernels()  # load (first use: compile) the compiled GJM now, not on a message
         self.mode = Mode.FLOATING
         self._near: set[str] = set()
         self.bounds = PlausibilityBounds.from_model(ff)

@@ -1,0 +1,313 @@
+"""The GJM and H*/C* post-processing as one compiled call each (optional: numba).
+
+After Pinocchio's calls (CRBA, frame Jacobian, nonlinear effects) a GJM or an H*/C* is a few
+hundred flops on matrices of 6 to 16 rows. Done with NumPy / LAPACK that is about fifteen calls
+of 0.3-2 µs each, several times the C++ work (bench/bench_core.py); here it is one call:
+~1 µs of numba dispatch and ~0.5 µs of arithmetic. Import this module only when numba is installed
+(:func:`freeflyer_control.sim.fast.available` tells).
+
+The math is that of :mod:`freeflyer_control.physics.gjm` and
+:mod:`freeflyer_control.physics.reduced`, whose NumPy expressions stay the reference: written as
+loops these kernels would cost ~100 µs a call interpreted, so the NumPy path cannot share
+them. test/test_compiled_post.py checks that both give the same GJM and H*/C* to round-off for
+every mode, robot, frame and option. The small laws both paths need (the base rotation, the
+world-to-base map T, -omega x nu) are plain functions of :mod:`~freeflyer_control.physics.state`
+and :mod:`~freeflyer_control.physics.reduced` compiled here, not copies.
+
+Differences from the NumPy path, all exact in exact arithmetic:
+
+* M_ff is factored by Cholesky (a principal block of the SPD mass matrix) from the upper
+  triangle of M only, instead of LU of the mirrored matrix;
+* the GJM solves M_ff W = [J_f', h_f] and forms J* = J - W' M_f: only on the columns it
+  returns (arm, commanded base, wheels for the drift); the free columns of J* are zero;
+* H* = M_aa - Y'Y with Y = U'^-1 M_fa (M_ff = U'U) is symmetric by construction.
+
+And one outside exact arithmetic: a NaN or Inf in q (so in M) fails the Cholesky, and the
+callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy path returns NaN.
+
+numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
+for ~5-35 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
+0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules:
+after editing one, delete ``physics/__pycache__/*.nbi`` and ``*.nbc``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from freeflyer_control.physics.reduced import minus_omega_cross_into
+from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+_base_rotation = njit(**_JIT)(base_rotation_into)
+_base_map_from_rotation = njit(**_JIT)(world_to_local_base_map_into)
+
+
+@njit(**_JIT)
+def _base_map(q, planar, T):
+    """T = world_to_local_base_map at configuration q (physics.state)."""
+    Rb = np.empty((3, 3))
+    _base_rotation(planar, q, Rb)
+    _base_map_from_rotation(planar, Rb, T)
+
+
+_minus_omega_cross = njit(**_JIT)(minus_omega_cross_into)
+
+
+@njit(**_JIT)
+def _upper(M, i, j):
+    """M[i, j] of a symmetric M of which only the upper triangle is read."""
+    return M[i, j] if i <= j else M[j, i]
+
+
+@njit(**_JIT)
+def _cholesky_upper(M, idx):
+    """(U, info): U'U = M[idx, idx] (upper triangle of M read); info > 0 is LAPACK potrf's:
+    the leading minor of that order is not positive definite (U is then unusable)."""
+    n = idx.shape[0]
+    U = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            s = _upper(M, idx[i], idx[j])
+            for k in range(i):
+                s -= U[k, i] * U[k, j]
+            if j == i:
+                if not s > 0.0:  # also catches NaN
+                    return U, i + 1
+                U[i, i] = math.sqrt(s)
+            else:
+                U[i, j] = s / U[i, i]
+    return U, 0
+
+
+@njit(**_JIT)
+def _solve_columns(U, X, transposed_only):
+    """X <- U'^-1 X, then (unless ``transposed_only``) X <- U^-1 X, in place: with U'U = A
+    that is X <- A^-1 X. U upper triangular (n, n), X (n, m)."""
+    n, m = X.shape
+    for c in range(m):
+        for i in range(n):
+            s = X[i, c]
+            for k in range(i):
+                s -= U[k, i] * X[k, c]
+            X[i, c] = s / U[i, i]
+        if not transposed_only:
+            for i in range(n - 1, -1, -1):
+                s = X[i, c]
+                for k in range(i + 1, n):
+                    s -= U[i, k] * X[k, c]
+                X[i, c] = s / U[i, i]
+
+
+def gjm_layout(planar, rows, free, commanded, arm, wheels) -> np.ndarray:
+    """The index arrays of a GJM packed into the one int64 array :func:`gjm_post` reads:
+    [planar, len(rows), *rows, len(free), *free, len(commanded), ...]. (Each array argument
+    of a compiled call costs ~0.1 µs to dispatch; one array instead of six saves ~1 µs.)
+
+    Args:
+        planar: the base is planar (x, y, yaw).
+        rows: rows of the frame Jacobian kept (spatial all six; planar vx, vy, wz).
+        free, commanded: the mode's base coordinates (each contiguous, ascending).
+        arm, wheels: velocity indices of the arm joints and of the wheels.
+    """
+    out = [int(planar)]
+    for a in (rows, free, commanded, arm, wheels):
+        out += [len(a), *(int(i) for i in a)]
+    return np.array(out, dtype=np.int64)
+
+
+@njit(**_JIT)
+def _section(layout, p):
+    """(indices, next position) of the section of a packed layout that starts at p."""
+    n = layout[p]
+    return layout[p + 1:p + 1 + n], p + 1 + n
+
+
+@njit(**_JIT)
+def gjm_post(M, J, v, q, layout, h):
+    """(matrix, drift, info) of :func:`~freeflyer_control.physics.gjm.generalized_jacobian`.
+
+    Args:
+        M: mass matrix (nv, nv; kg, kg m, kg m^2), upper triangle read (unused when the mode
+            has no free base coordinate). Not modified, nor is any other argument.
+        J: frame Jacobian (6, nv), twist [v_point (m/s); omega (rad/s)] in world axes.
+        v: velocity (nv,), Pinocchio's (base part in base_link axes; m/s, rad/s).
+        q: configuration (nq,).
+        layout: :func:`gjm_layout`.
+        h: the conserved momentum as base rows M_f nu (physics.momentum.conserved_to_base_rows;
+            kg m/s, kg m^2/s, base_link axes), or empty: M_f nu at ``v``.
+    Returns:
+        info: 0, or potrf's > 0 when M_ff is not positive definite (matrix, drift unusable).
+    """
+    planar = layout[0] != 0
+    rows, p = _section(layout, 1)
+    free, p = _section(layout, p)
+    commanded, p = _section(layout, p)
+    arm, p = _section(layout, p)
+    wheels, p = _section(layout, p)
+    nr, nv, nf = rows.shape[0], J.shape[1], free.shape[0]
+    na, nc = arm.shape[0], commanded.shape[0]
+    matrix = np.empty((nr, na + nc))
+    drift = np.zeros(nr)
+    f0 = free[0] if nf else 0
+    # W = M_ff^-1 [J_f', h_f]: J* = J - W' M_f: on the columns used, drift = J_f M_ff^-1 h_f
+    W = np.empty((nf, nr + 1))
+    if nf:
+        U, info = _cholesky_upper(M, free)
+        if info:
+            return matrix, drift, info
+        for i in range(nf):
+            for r in range(nr):
+                W[i, r] = J[rows[r], f0 + i]
+            if h.shape[0]:
+                W[i, nr] = h[i]
+            else:  # h_f = M_f nu at this state
+                s = 0.0
+                for k in range(nv):
+                    s += _upper(M, f0 + i, k) * v[k]
+                W[i, nr] = s
+        _solve_columns(U, W, False)
+        for r in range(nr):
+            s = 0.0
+            for i in range(nf):
+                s += J[rows[r], f0 + i] * W[i, nr]
+            drift[r] = s
+    for w in wheels:
+        for r in range(nr):
+            drift[r] += _jstar(M, J, W, rows[r], r, w, f0, nf) * v[w]
+    for j in range(na):
+        for r in range(nr):
+            matrix[r, j] = _jstar(M, J, W, rows[r], r, arm[j], f0, nf)
+    if nc:
+        nb = 3 if planar else 6
+        T = np.empty((nb, nb))
+        _base_map(q, planar, T)
+        Jc = np.empty((nr, nc))
+        for i in range(nc):
+            for r in range(nr):
+                Jc[r, i] = _jstar(M, J, W, rows[r], r, commanded[i], f0, nf)
+        for j in range(nc):
+            for r in range(nr):
+                s = 0.0
+                for i in range(nc):
+                    s += Jc[r, i] * T[commanded[i], commanded[j]]
+                matrix[r, na + j] = s
+    return matrix, drift, 0
+
+
+@njit(**_JIT)
+def _jstar(M, J, W, row, r, k, f0, nf):
+    """J*[row, k] = J[row, k] - sum_i W[i, r] M[f0 + i, k] (k not a free column)."""
+    s = J[row, k]
+    for i in range(nf):
+        s -= W[i, r] * _upper(M, f0 + i, k)
+    return s
+
+
+def reduced_layout(planar, n_commanded, actuated, eliminated) -> np.ndarray:
+    """The index arrays of a reduced dynamics packed into the one int64 array
+    :func:`reduced_post` reads (see :func:`gjm_layout`).
+
+    Args:
+        planar: the base is planar (x, y, yaw).
+        n_commanded: how many of the actuated coordinates are commanded base ones (first).
+        actuated: the actuated velocity indices, the commanded base ones first.
+        eliminated: the eliminated ones (free base coordinates, and idle wheels).
+    """
+    out = [int(planar), int(n_commanded)]
+    for a in (actuated, eliminated):
+        out += [len(a), *(int(i) for i in a)]
+    return np.array(out, dtype=np.int64)
+
+
+@njit(**_JIT)
+def reduced_post(M, b, v, q, layout):
+    """(H, C, info) of :func:`~freeflyer_control.physics.reduced.reduced_dynamics`.
+
+    Args:
+        M: mass matrix (nv, nv; kg, kg m, kg m^2), upper triangle read; not modified.
+        b: nonlinear effects (nv,), N or N m (base rows: base_link axes).
+        v: velocity (nv,; m/s, rad/s, base part in base_link axes); q: configuration (nq,).
+        layout: :func:`reduced_layout`.
+    Returns:
+        info: 0, or potrf's > 0 when M over the eliminated coordinates is not positive
+        definite (H, C unusable).
+    """
+    planar, nc = layout[0] != 0, layout[1]
+    act, p = _section(layout, 2)
+    elim, p = _section(layout, p)
+    na, nf = act.shape[0], elim.shape[0]
+    H = np.empty((na, na))
+    C = np.empty(na)
+    for i in range(na):
+        C[i] = b[act[i]]
+        for j in range(i, na):
+            H[i, j] = _upper(M, act[i], act[j])
+    if nf:
+        U, info = _cholesky_upper(M, elim)
+        if info:
+            return H, C, info
+        Y = np.empty((nf, na + 1))  # U'^-1 [M_fa, b_f]
+        for k in range(nf):
+            for j in range(na):
+                Y[k, j] = _upper(M, elim[k], act[j])
+            Y[k, na] = b[elim[k]]
+        _solve_columns(U, Y, True)
+        for i in range(na):
+            s = C[i]
+            for k in range(nf):
+                s -= Y[k, i] * Y[k, na]
+            C[i] = s
+            for j in range(i, na):
+                s = H[i, j]
+                for k in range(nf):
+                    s -= Y[k, i] * Y[k, j]
+                H[i, j] = s
+    for i in range(na):
+        for j in range(i):
+            H[i, j] = H[j, i]
+    if nc:
+        nb = 3 if planar else 6
+        c0 = act[0]
+        w = np.empty(nb)
+        _minus_omega_cross(v, planar, w)
+        for i in range(na):
+            for j in range(nc):
+                C[i] += H[i, j] * w[c0 + j]
+        T = np.empty((nb, nb))
+        _base_map(q, planar, T)
+        # H <- T' H T on the commanded rows and columns, C <- T' C on its rows (T = T[c, c])
+        tmp = np.empty((nc, na))
+        for i in range(nc):
+            for j in range(na):
+                s = 0.0
+                for k in range(nc):
+                    s += T[c0 + k, c0 + i] * H[k, j]
+                tmp[i, j] = s
+        H[:nc] = tmp
+        for i in range(na):
+            for j in range(nc):
+                s = 0.0
+                for k in range(nc):
+                    s += H[i, k] * T[c0 + k, c0 + j]
+                tmp[j, i] = s
+        for i in range(na):
+            for j in range(nc):
+                H[i, j] = tmp[j, i]
+        for i in range(nc):
+            s = 0.0
+            for k in range(nc):
+                s += T[c0 + k, c0 + i] * C[k]
+            tmp[i, 0] = s
+        for i in range(nc):
+            C[i] = tmp[i, 0]
+        for i in range(na):
+            for j in range(i):
+                s = 0.5 * (H[i, j] + H[j, i])
+                H[i, j] = s
+                H[j, i] = s
+    return H, C, 0

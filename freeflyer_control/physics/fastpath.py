@@ -1,0 +1,130 @@
+"""Which path the GJM and H*/C* post-processing takes: compiled (numba) or NumPy.
+
+With numba installed (the ``fast`` extra) :func:`~freeflyer_control.physics.gjm.generalized_jacobian`
+and :func:`~freeflyer_control.physics.reduced.reduced_dynamics` finish with one compiled call
+(:mod:`freeflyer_control.physics.compiled`); without it, or with the environment variable
+``FREEFLYER_NUMBA=0``, with the NumPy / LAPACK expressions, the reference. Both give the same
+numbers to round-off (test/test_compiled_post.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from typing import Iterator
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+COMPILED, NUMPY = "compiled (numba)", "NumPy"
+_UNSET = object()
+_kernels: object = _UNSET  # the compiled module, None for the NumPy path, or not decided yet
+
+
+def kernels():
+    """The compiled kernels module, or None when the NumPy path is to be used."""
+    k = _kernels
+    return _load() if k is _UNSET else k
+
+
+def path() -> str:
+    """``"compiled (numba)"`` or ``"NumPy"``: the path the next GJM / H*/C* call takes."""
+    return NUMPY if kernels() is None else COMPILED
+
+
+@contextlib.contextmanager
+def forced(which: str) -> Iterator[None]:
+    """Run the block on one path (``"numpy"`` or ``"compiled"``), e.g. to compare them.
+
+    Raises:
+        ValueError: ``which`` is neither, or is ``"compiled"`` without numba installed.
+    """
+    global _kernels
+    if which not in ("numpy", "compiled"):
+        raise ValueError(f"path '{which}' unknown; paths: numpy, compiled")
+    saved = _kernels
+    if which == "numpy":
+        _kernels = None
+    else:
+        if saved is _UNSET or saved is None:
+            _kernels = _import_compiled()
+            if _kernels is None:
+                raise ValueError("the compiled path needs numba: pip install 'freeflyer_control[fast]'")
+    try:
+        yield
+    finally:
+        _kernels = saved
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def frozen(cls, fields: dict):
+    """An instance of the frozen dataclass ``cls`` with these field values, built without its
+    generated ``__init__`` (one ``object.__setattr__`` per field: ~0.6 µs for the seven of a
+    GJM, a tenth of a compiled GJM call). Only for per-tick results whose fields the caller
+    has already checked; ``fields`` must name every field."""
+    obj = _new(cls)
+    _set(obj, "__dict__", fields)
+    return obj
+
+
+def cached_plan(cache: dict, key: tuple, ff: object, build):
+    """The per-model plan of a compiled call: ``cache[key]`` if built for this very ``ff``
+    (keys hold id(ff) and the entry keeps ff, so the id cannot be reused), else ``build()``,
+    stored. Keys may hold what the caller typed (e.g. a mode as a str), so that a hit skips
+    parsing it; an unhashable key is never stored (``build`` then raises the right error)."""
+    try:
+        entry = cache.get(key)
+    except TypeError:
+        return build()
+    if entry is not None and entry[0] is ff:
+        return entry[1]
+    plan = build()
+    cache[key] = (ff, plan)
+    return plan
+
+
+def _load():
+    global _kernels
+    if os.environ.get("FREEFLYER_NUMBA", "1").strip() == "0":
+        _kernels = None
+    else:
+        _kernels = _import_compiled()
+    return _kernels
+
+
+def _import_compiled():
+    """Import and warm up the kernels (numba compiles them on first use and caches them on
+    disk, so only the first run on a machine waits), or None without numba."""
+    from freeflyer_control.sim import fast
+
+    if not fast.available():
+        return None
+    t0 = time.perf_counter()
+    from freeflyer_control.physics import compiled
+
+    _warm_up(compiled)
+    elapsed = time.perf_counter() - t0
+    if elapsed > 1.0:
+        log.info("compiled the GJM and H*/C* kernels (numba) in %.1f s; cached for later runs",
+                 elapsed)
+    return compiled
+
+
+def _warm_up(compiled) -> None:
+    """One call per kernel with the argument types of the hot paths (C-contiguous float64
+    matrices and vectors, int64 index arrays), so that compiling happens here."""
+    M, J = np.eye(7), np.zeros((6, 7))
+    v, q = np.zeros(7), np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    base, none = range(6), ()
+    layout = compiled.gjm_layout(False, base, base, none, (6,), none)
+    layout.setflags(write=False)  # as the per-model layouts are
+    compiled.gjm_post(M, J, v, q, layout, v[:0])
+    layout = compiled.reduced_layout(False, 6, (*base, 6), none)
+    layout.setflags(write=False)
+    compiled.reduced_post(M, v, v, q, layout)
