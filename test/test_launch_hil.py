@@ -124,8 +124,25 @@ def hil_sim(config: str, **arguments):
         launch_arguments=dict({"testbed": config}, **arguments).items())
 
 
+@pytest.fixture(scope="module")
+def plant_step_compiled():
+    """The emulator's compiled plant step (numba), loaded once by the installed package before the
+    graph starts: the first use after a build compiles it (a minute or two on this VM), which
+    would eat the start-up time the tests allow. Nothing to do without numba (Python plant)."""
+    import subprocess
+    import sys
+
+    from freeflyer_control.sim.fast import available
+    if available():
+        subprocess.run([sys.executable, "-c", "from freeflyer_control.hil.compiled_plant import make_plant; "
+                        "from freeflyer_control.model import load_robot; "
+                        "from freeflyer_control.physics.state import make_state; ff = load_robot('planar_4link'); "
+                        "print(make_plant(ff, make_state(ff), 1e-3)[1])"],
+                       cwd=os.path.dirname(SHARE), check=True, timeout=600)
+
+
 @launch_pytest.fixture(scope="module")
-def hil_graph(configs, bad_bridge):
+def hil_graph(configs, bad_bridge, plant_step_compiled):
     record_exit = launch.actions.RegisterEventHandler(OnProcessExit(
         target_action=bad_bridge, on_exit=lambda event, _: EXIT_CODES.__setitem__("bad", event.returncode)))
     return launch.LaunchDescription([
@@ -407,7 +424,7 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     Runs hil_sim.launch.py again in the namespace /fault after stopping the main graph (two
     graphs at once would not fit this VM): its dropout window is then timed from a known start.
     """
-    for executable in ("testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
+    for executable in ("testbed_graph", "testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
         launch_service.emit_event(SignalProcess(signal_number=signal.SIGINT,
                                                 process_matcher=matches_executable(executable)))
     probe.wait_for(lambda: not {"testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"}
@@ -417,7 +434,7 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     launch_service.include_launch_description(launch.LaunchDescription([
         launch.actions.GroupAction([
             launch_ros.actions.PushROSNamespace("fault"),
-            hil_sim(configs[0], faults=f"capture_dropout:{DROPOUT_START:g}:{DROPOUT:g}")])]))
+            hil_sim(configs[0], faults=f"capture_dropout:{DROPOUT_START:g}:{DROPOUT:g}", composed="false")])]))
     settle(probe, "/fault")
     t_active = time.monotonic()
     emulator = wait_status(probe, "freeflyer: testbed emulator", lambda s: True, 2.0, "no emulator diagnostics",
