@@ -93,6 +93,11 @@ def _label(pid: int) -> str:
     return os.path.basename(argv[0]) if argv else f"pid {pid}"
 
 
+WARM_UP = ("from freeflyer_control.hil.compiled_plant import make_plant; "
+           "from freeflyer_control.model import load_robot; from freeflyer_control.physics.state import make_state; "
+           "ff = load_robot('planar_4link'); print(make_plant(ff, make_state(ff), 1e-3)[1])")
+
+
 @dataclass
 class Run:
     label: str
@@ -101,6 +106,7 @@ class Run:
     probe: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
     wall: float = 0.0
+    ticks: tuple = (None, None)                   # the bridge's tick count at the window's ends
     load: tuple = ()
     lines: list = field(default_factory=list)
 
@@ -137,6 +143,11 @@ class Probe:
     def _on_diag(self, msg) -> None:
         for status in msg.status:
             self.diag[status.name] = (status.level, status.message, {kv.key: kv.value for kv in status.values})
+
+    def ticks(self) -> int | None:
+        """The bridge's tick count in its newest diagnostics (2 Hz)."""
+        diag = self.diag.get("freeflyer: testbed bridge")
+        return int(diag[2]["ticks"]) if diag and "ticks" in diag[2] else None
 
     def reset(self) -> None:
         for v in self.times.values():
@@ -189,6 +200,7 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
         time.sleep(args.warmup)
         pids = [p for p in _children(proc.pid)] + [proc.pid]
         start = {p: _cpu_seconds(p) for p in pids}
+        ticks0 = probe.ticks() if probe else None
         probe and probe.reset()
         measuring.set()
         t0 = time.monotonic()
@@ -204,6 +216,7 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
             name = _label(p)
             run.cpu[name] = run.cpu.get(name, 0.0) + (end[p] - start[p]) / run.wall
         if probe is not None:
+            run.ticks = (ticks0, probe.ticks())
             run.probe = {k: _period_stats(list(v), 1.0 / RATE) for k, v in probe.times.items()}
             run.diagnostics = dict(probe.diag)
         run.events = dict(counts)
@@ -228,6 +241,16 @@ def report(runs: list[Run], args) -> None:
     head = ["cores"] + [r.label for r in runs]
     rows = [[n] + [f"{r.cpu[n]:.3f}" if n in r.cpu else "-" for r in runs] for n in names]
     rows.append(["**total**"] + [f"**{sum(r.cpu.values()):.3f}**" for r in runs])
+    # A starved graph does less work (its timers skip periods): CPU per bridge tick, scaled to
+    # the full rate, is the cost of the work itself.
+    per_tick = []
+    for r in runs:
+        a, b = r.ticks
+        per_tick.append((sum(r.cpu.values()) * r.wall / (b - a)) if a is not None and b and b > a else None)
+    rows.append(["bridge ticks in the window"] + [str(r.ticks[1] - r.ticks[0]) if None not in r.ticks else "-"
+                                                  for r in runs])
+    rows.append(["CPU ms per bridge tick (all processes)"] + [f"{x * 1e3:.2f}" if x else "-" for x in per_tick])
+    rows.append([f"cores at the full {RATE:g} Hz"] + [f"{x * RATE:.3f}" if x else "-" for x in per_tick])
     for key in EVENTS:
         rows.append([f"{key} (lines)"] + [str(r.events.get(key, "-")) for r in runs])
     for topic in ("joint_states", "joint_effort_commands"):
@@ -285,6 +308,11 @@ def main(argv=None) -> int:
         print(f"skipped: freeflyer_control is not in a sourced ament workspace ({exc}); colcon build it and "
               "source install/setup.bash")
         return 0
+    # The emulator's compiled plant step, compiled (first use after a build) or loaded from numba's
+    # cache before any timed run, by the installed package as the emulator will.
+    warm = subprocess.run([sys.executable, "-c", WARM_UP], capture_output=True, text=True, cwd="/")
+    print((warm.stdout.strip() or warm.stderr.strip().splitlines()[-1]) if warm.returncode == 0 else
+          f"warm-up of the plant step failed: {warm.stderr.strip().splitlines()[-1:]}")
     configs = [(" ".join(args.launch_args) or "default", args.launch_args)]
     if args.compare is not None:
         configs.append((args.compare or "default", args.compare.split()))
