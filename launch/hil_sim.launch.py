@@ -35,7 +35,8 @@ the system clock (no use_sim_time).
 Why composed by default: the four nodes are Python, and in four processes each of their ~14
 wake-ups per 4 ms period pays an executor pass and an inter-process middleware hop; the graph
 then needed ~1.3 cores at 250 Hz on a 2-core VM and its bridge tripped on a stale controller
-within a minute. In one process it needs about half of that (docs/hil.md, "CPU and timing").
+within a minute. In one process it needs about 0.8 core (0.6 of the four processes, measured
+side by side; docs/hil.md, "CPU and timing").
 Node names, topics, services and parameters are the same either way; robot_state_publisher
 (C++) and rviz2 stay processes of their own. A real testbed runs testbed.launch.py, unchanged.
 """
@@ -118,7 +119,7 @@ def composed_argument(default='true'):
     return DeclareLaunchArgument(
         'composed', default_value=default,
         description='true: testbed_emulator, testbed_bridge, controller_node and gjm_node in one '
-                    'process with one executor (about half the CPU); false: a process each')
+                    'process with one executor (about 40 % less CPU); false: a process each')
 
 
 def generate_launch_description():

@@ -6,9 +6,8 @@ with its watchdog timeouts at 10 control periods: the test writes a copy of
 config/testbeds/planar_4link.yaml whose only changes are ``rate`` and ``encoders.rate`` (RATE),
 and ``command_timeout``, ``encoders.timeout``, ``capture.timeout`` (TIMEOUT = 0.2 s; the
 original's are 12, 20 and 50 ms). Why: this VM has 2 vCPUs shared with other jobs. The graph
-needs ~0.6 core at 250 Hz in one process (composed:=true, the default) and ~1.1 in four
-(bench/bench_hil_ros.py; 1.3-1.85 before the nodes were composed and the emulator's plant
-compiled), but on a machine whose other jobs keep both cores busy a node waits for a CPU now and
+needs ~0.8 core at 250 Hz in one process (composed:=true, the default) and ~1.3 in four
+(bench/bench_hil_ros.py, docs/hil.md), but on a machine whose other jobs keep both cores busy a node waits for a CPU now and
 then for tens of ms (measured publication gaps at 50 Hz: up to 115 ms), and a bridge whose
 watchdogs are shorter than that rightly latches a trip, whatever the test does. None of the claims tested here depends on
 the timeout values (the capture dropout lasts 2 s). Everything else of the testbed (y-up capture

@@ -12,7 +12,7 @@ and do NOT remap ``__node`` (that would rename all four):
 
 Why: every node of the graph is Python, and each of its ~14 wake-ups per 4 ms period costs an
 rclpy executor pass and a middleware hop. In four processes the graph needed about 1.3 cores at
-250 Hz on the development VM; in one, about half of that (docs/hil.md, "CPU and timing").
+250 Hz on the development VM; in one, about 0.8 (docs/hil.md, "CPU and timing").
 
 The three timed stages (emulator step, bridge tick, controller tick) are started a fraction of
 a period apart in data-flow order (:mod:`freeflyer_control.hil.schedule`), so that each finds
