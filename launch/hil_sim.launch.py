@@ -27,8 +27,18 @@ resets both once the cause is gone::
 Arguments: ``testbed`` (a testbed config .yaml, or the name of one in config/testbeds/; default
 planar_4link), ``mode``, ``controller`` (as sim.launch.py), ``rviz``, ``faults`` (faults the
 emulator injects, separated by spaces or ';', each ``kind:start:duration[:joint][:ox,oy,oz]``
-with times in s after the emulator's start; see testbed_emulator_node). The emulator runs on the
-system clock (no use_sim_time).
+with times in s after the emulator's start; see testbed_emulator_node), ``composed`` (default
+true: the emulator, the bridge, the controller and gjm_node run in one process, the
+``testbed_graph`` executable, with one executor; false: four processes). The emulator runs on
+the system clock (no use_sim_time).
+
+Why composed by default: the four nodes are Python, and in four processes each of their ~14
+wake-ups per 4 ms period pays an executor pass and an inter-process middleware hop; the graph
+then needed ~1.3 cores at 250 Hz on a 2-core VM and its bridge tripped on a stale controller
+within a minute. In one process it needs about 0.8 core (0.6 of the four processes, measured
+side by side; docs/hil.md, "CPU and timing").
+Node names, topics, services and parameters are the same either way; robot_state_publisher
+(C++) and rviz2 stay processes of their own. A real testbed runs testbed.launch.py, unchanged.
 """
 
 import os
@@ -60,15 +70,56 @@ def hil_actions(context):
                 parse_fault(fault)
             except ValueError as exc:
                 raise RuntimeError(f'faults:=: {exc}') from None
+    overrides = testbed.controller_overrides(context, config, robot)
+    if composed(context):
+        return composed_actions(context, path, faults, robot, overrides)
     actions = sim.freeflyer_actions(
-        context, plant=False, use_sim_time=False, robot=robot,
-        controller_overrides=testbed.controller_overrides(context, config, robot))
+        context, plant=False, use_sim_time=False, robot=robot, controller_overrides=overrides)
     emulator = Node(
         package=sim.PACKAGE, executable='testbed_emulator', name='testbed_emulator',
         output='screen',
         parameters=[{'testbed_config': sim._text(path), 'faults': faults or [''],
                      'use_sim_time': False}])
     return [emulator, testbed.bridge_node(path, False)] + actions
+
+
+def composed(context):
+    value = sim._arg(context, 'composed', 'true')
+    if value.lower() not in sim.TRUE + ('false', '0', 'no', 'off'):
+        raise RuntimeError(f'composed:={value}: write true (one process for the emulator, bridge, '
+                           'controller and gjm_node) or false (a process each)')
+    return value.lower() in sim.TRUE
+
+
+def composed_actions(context, path, faults, robot, controller_overrides):
+    """robot_state_publisher (and rviz2), and one ``testbed_graph`` process holding the
+    emulator, the bridge, gjm_node and controller_node, each with the parameters the separate
+    nodes get (under its own key in the parameter files: the process is not renamed)."""
+    resolved = sim.resolve_robot(context, robot)
+    _, files, robot_params = resolved
+    common = dict(robot_params, use_sim_time=False)
+    controller = dict(common)
+    for name in ('mode', 'controller'):
+        if sim._arg(context, name):
+            controller[name] = sim._arg(context, name)
+    controller.update(controller_overrides)
+    testbed_config = {'testbed_config': path, 'use_sim_time': False}
+    per_node = {'testbed_emulator': dict(testbed_config, faults=faults or ['']),
+                'testbed_bridge': testbed_config, 'gjm_node': common, 'controller_node': controller}
+    parameters = list(files)
+    for name, values in per_node.items():
+        parameters += sim._node_parameters([], name, values)
+    graph = Node(package=sim.PACKAGE, executable='testbed_graph', output='screen', parameters=parameters)
+    others = sim.freeflyer_actions(context, plant=False, control=False, use_sim_time=False, robot=robot,
+                                   resolved=resolved)
+    return others + [graph]
+
+
+def composed_argument(default='true'):
+    return DeclareLaunchArgument(
+        'composed', default_value=default,
+        description='true: testbed_emulator, testbed_bridge, controller_node and gjm_node in one '
+                    'process with one executor (about 40 % less CPU); false: a process each')
 
 
 def generate_launch_description():
@@ -81,5 +132,6 @@ def generate_launch_description():
             description="faults the emulator injects, separated by spaces or ';': "
                         'kind:start:duration[:joint][:ox,oy,oz], s after its start (kinds '
                         'capture_dropout, capture_jump, encoder_nan, encoder_freeze, push)'),
+        composed_argument(),
         OpaqueFunction(function=hil_actions),
     ])

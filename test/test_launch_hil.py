@@ -5,12 +5,11 @@ robot_state_publisher) on the testbed config planar_4link at RATE = 50 Hz instea
 with its watchdog timeouts at 10 control periods: the test writes a copy of
 config/testbeds/planar_4link.yaml whose only changes are ``rate`` and ``encoders.rate`` (RATE),
 and ``command_timeout``, ``encoders.timeout``, ``capture.timeout`` (TIMEOUT = 0.2 s; the
-original's are 12, 20 and 50 ms). Why: rclpy costs ~0.3-0.7 ms of CPU per executor wake-up, and
-this VM has 2 vCPUs. At 250 Hz the five nodes alone need ~1.85 vCPUs, at 100 Hz ~1.4, at 50 Hz
-~1.05; a node then waits for a CPU now and then for tens of ms (measured publication gaps: up to
-190 ms at 100 Hz, up to 115 ms at 50 Hz), and a bridge whose watchdogs are shorter than that
-rightly latches a trip, whatever the test does: within seconds at 250 Hz with the bundled
-timeouts, within tens of seconds at 50 Hz with 5-period ones. None of the claims tested here depends on
+original's are 12, 20 and 50 ms). Why: this VM has 2 vCPUs shared with other jobs. The graph
+needs ~0.8 core at 250 Hz in one process (composed:=true, the default) and ~1.3 in four
+(bench/bench_hil_ros.py, docs/hil.md), but on a machine whose other jobs keep both cores busy a node waits for a CPU now and
+then for tens of ms (measured publication gaps at 50 Hz: up to 115 ms), and a bridge whose
+watchdogs are shorter than that rightly latches a trip, whatever the test does. None of the claims tested here depends on
 the timeout values (the capture dropout lasts 2 s). Everything else of the testbed (y-up capture
 12 cm above base_link and turned 90 deg, capture at 100 Hz, encoder names, signs and offsets,
 valve channel order, duty-cycle valves, the emulator's noise, latencies, quantization and valve
@@ -18,7 +17,9 @@ delay) is the bundled config's.
 
 Also launched: a testbed_bridge in the namespace /bad with a config whose ``capture.axes`` is
 left-handed (it must exit non-zero with the fix in its output). The last test stops the main
-graph and launches hil_sim.launch.py again in the namespace /fault with a capture dropout.
+graph and launches hil_sim.launch.py again in the namespace /fault with a capture dropout. The
+main graph runs composed (one ``testbed_graph`` process, the default), the /fault graph with
+``composed:=false`` (a process per node): both ways are launched and tested.
 
 A probe node in this process subscribes to what each test needs (and drops it afterwards, to
 keep the CPU for the graph), recording each message with its receive time and its DDS source
@@ -124,8 +125,25 @@ def hil_sim(config: str, **arguments):
         launch_arguments=dict({"testbed": config}, **arguments).items())
 
 
+@pytest.fixture(scope="module")
+def plant_step_compiled():
+    """The emulator's compiled plant step (numba), loaded once by the installed package before the
+    graph starts: the first use after a build compiles it (a minute or two on this VM), which
+    would eat the start-up time the tests allow. Nothing to do without numba (Python plant)."""
+    import subprocess
+    import sys
+
+    from freeflyer_control.sim.fast import available
+    if available():
+        subprocess.run([sys.executable, "-c", "from freeflyer_control.hil.compiled_plant import make_plant; "
+                        "from freeflyer_control.model import load_robot; "
+                        "from freeflyer_control.physics.state import make_state; ff = load_robot('planar_4link'); "
+                        "print(make_plant(ff, make_state(ff), 1e-3)[1])"],
+                       cwd=os.path.dirname(SHARE), check=True, timeout=600)
+
+
 @launch_pytest.fixture(scope="module")
-def hil_graph(configs, bad_bridge):
+def hil_graph(configs, bad_bridge, plant_step_compiled):
     record_exit = launch.actions.RegisterEventHandler(OnProcessExit(
         target_action=bad_bridge, on_exit=lambda event, _: EXIT_CODES.__setitem__("bad", event.returncode)))
     return launch.LaunchDescription([
@@ -407,7 +425,7 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     Runs hil_sim.launch.py again in the namespace /fault after stopping the main graph (two
     graphs at once would not fit this VM): its dropout window is then timed from a known start.
     """
-    for executable in ("testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
+    for executable in ("testbed_graph", "testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
         launch_service.emit_event(SignalProcess(signal_number=signal.SIGINT,
                                                 process_matcher=matches_executable(executable)))
     probe.wait_for(lambda: not {"testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"}
@@ -417,7 +435,7 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     launch_service.include_launch_description(launch.LaunchDescription([
         launch.actions.GroupAction([
             launch_ros.actions.PushROSNamespace("fault"),
-            hil_sim(configs[0], faults=f"capture_dropout:{DROPOUT_START:g}:{DROPOUT:g}")])]))
+            hil_sim(configs[0], faults=f"capture_dropout:{DROPOUT_START:g}:{DROPOUT:g}", composed="false")])]))
     settle(probe, "/fault")
     t_active = time.monotonic()
     emulator = wait_status(probe, "freeflyer: testbed emulator", lambda s: True, 2.0, "no emulator diagnostics",
@@ -446,3 +464,15 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
                 "the /fault bridge not active after its reset", topic="fault/diagnostics", after=t_reset)
     wait_status(probe, CONTROLLER, lambda s: s.message == "ok", 5.0, "the /fault controller did not resume",
                 topic="fault/diagnostics", after=t_reset)
+
+
+def test_a_composed_argument_that_is_not_a_boolean_is_refused_before_anything_starts():
+    import subprocess
+
+    result = subprocess.run(["ros2", "launch", "freeflyer_control", "hil_sim.launch.py", "composed:=maybe"],
+                            capture_output=True, text=True, timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert ("composed:=maybe: write true (one process for the emulator, bridge, controller and gjm_node) "
+            "or false (a process each)") in output
+    assert "process started" not in output

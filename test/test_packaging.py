@@ -34,6 +34,7 @@ CONSOLE_SCRIPTS = {
     'controller_node': 'freeflyer_control.nodes.controller_node:main',
     'testbed_bridge': 'freeflyer_control.nodes.testbed_bridge_node:main',
     'testbed_emulator': 'freeflyer_control.nodes.testbed_emulator_node:main',
+    'testbed_graph': 'freeflyer_control.nodes.testbed_graph:main',
 }
 
 

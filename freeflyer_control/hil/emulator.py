@@ -53,7 +53,7 @@ import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError
 from freeflyer_control.physics.actuators import Actuation, generalized_forces, world_wrench_to_local
-from freeflyer_control.physics.plant import Plant, PlantDiverged
+from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.state import (
     State,
     base_position,
@@ -61,6 +61,7 @@ from freeflyer_control.physics.state import (
     joint_positions,
 )
 
+from .compiled_plant import make_plant
 from .config import TestbedConfig, _number, _section
 from .frames import axes_matrix
 
@@ -248,12 +249,16 @@ class TestbedEmulator:
         settings: default ``EmulatorSettings.from_mapping(config.emulator)``.
         faults: faults to inject (more with :meth:`add_fault`).
         seed: seed of every noise and dropout draw (deterministic).
+        compiled: step the plant on the compiled kernel (:mod:`.compiled_plant`): True (raises
+            if it cannot), None (when numba is installed and covers the robot), False (the
+            Python ``Plant``, the default). The two agree to round-off; ``plant_note`` says
+            which one runs.
     """
 
     __test__ = False  # not a pytest test class, despite the name
 
     def __init__(self, config: TestbedConfig, state: State, *, settings: EmulatorSettings | None = None,
-                 faults: Sequence[Fault] = (), seed: int = 0):
+                 faults: Sequence[Fault] = (), seed: int = 0, compiled: bool | None = False):
         ff = config.robot
         if state.q.shape != (ff.model.nq,) or state.v.shape != (ff.model.nv,):
             raise ValueError(f"state must have q ({ff.model.nq},) and v ({ff.model.nv},) for robot '{ff.name}'; "
@@ -264,7 +269,7 @@ class TestbedEmulator:
         tf = config.capture.transform
         self.capture_transform = replace(tf, axes=s.capture_axes) if s.capture_axes is not None else tf
         self._dt = 1.0 / s.plant_rate
-        self._plant = Plant(ff, state, self._dt)
+        self._plant, self.plant_note = make_plant(ff, state, self._dt, compiled=compiled)
         self._steps = 0
         self.diverged: str | None = None
         self._rng = np.random.default_rng(seed)

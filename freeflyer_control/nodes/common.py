@@ -167,12 +167,33 @@ def load_testbed_for(node: Node, value: str):
 def spin_node(factory: Callable[[], Node], args=None) -> None:
     """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown. A
     StartupError (already logged) ends the process with exit code 1 and no traceback."""
+    spin_nodes([factory], args)
+
+
+def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
+               prepare: Callable[[list[Node]], None] | None = None,
+               finish: Callable[[list[Node]], None] | None = None) -> None:
+    """:func:`spin_node` for several nodes in one process, created in order and spun by one
+    single-threaded executor (their callbacks never run concurrently). ``prepare(nodes)`` runs
+    once they all exist, before the first callback; ``finish(nodes)`` after the last, before
+    they are destroyed (if ``prepare`` was called). A StartupError of any of them (already logged)
+    destroys those already created and ends the process with exit code 1."""
+    from rclpy.executors import SingleThreadedExecutor
+
     rclpy.init(args=args)
-    node = None
-    failed = False
+    nodes: list[Node] = []
+    executor = None
+    failed = prepared = False
     try:
-        node = factory()
-        rclpy.spin(node)
+        for factory in factories:
+            nodes.append(factory())
+        executor = SingleThreadedExecutor()
+        for node in nodes:
+            executor.add_node(node)
+        prepared = True   # finish undoes what prepare did, even if it was interrupted
+        if prepare is not None:
+            prepare(nodes)
+        executor.spin()
     except StartupError:
         failed = True
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -184,7 +205,11 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
         if rclpy.ok():
             raise
     finally:
-        if node is not None:
+        if executor is not None:
+            executor.shutdown()
+        if prepared and finish is not None:
+            finish(nodes)
+        for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
     if failed:

@@ -133,7 +133,7 @@ class TestbedBridgeNode(Node):
         self.controller = controller
         self.cli_estop = self.create_client(Trigger, f"{controller}/estop") if controller else None
         self.cli_reset = self.create_client(Trigger, f"{controller}/reset_estop") if controller else None
-        self.create_timer(self.period, self._tick)
+        self.tick_timer = self.create_timer(self.period, self._tick)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.get_logger().info(
             f"bridging {ff.name} on testbed config {cfg.source} at {cfg.rate:g} Hz: capture "

@@ -52,8 +52,11 @@ from freeflyer_control.nodes.common import (
     state_messages,
 )
 from freeflyer_control.physics.state import make_state
+from freeflyer_control.sim.fast import available as fast_available
+from freeflyer_control.sim.fast.model import NotCovered
 from freeflyer_control.ros.conversions import fields_from_state
 
+PLANT_STEPS = ("auto", "compiled", "python")
 PARAMS = (
     Param("testbed_config", "", "testbed config .yaml: a path, or a name or path relative to the package's "
           "config/testbeds/ (e.g. planar_4link)", read_only=True),
@@ -67,6 +70,9 @@ PARAMS = (
     Param("step_rate", 0.0, "Hz of the stepping and publishing timer (0: the testbed config's rate)",
           range=(0.0, 5000.0), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+    Param("plant_step", "auto", "the plant's integration step: compiled (numba; the first use compiles it, "
+          "then it loads from numba's cache), python, or auto (compiled when numba is installed)",
+          choices=PLANT_STEPS, read_only=True),
 )
 
 
@@ -107,7 +113,7 @@ class TestbedEmulatorNode(Node):
             self.create_subscription(kind, act.thrusters.topic,
                                      lambda m: self._command(self.emulator.on_thruster_command, list(m.data)),
                                      COMMAND_QOS)
-        self.create_timer(self.period, self._step)
+        self.step_timer = self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         faults = ", ".join(f"{f.kind} at {f.start:g} s for {f.duration:g} s" for f in self.faults)
         self.get_logger().info(f"emulating testbed {cfg.source} ({ff.name}), stepping at {1 / self.period:g} Hz"
@@ -128,14 +134,24 @@ class TestbedEmulatorNode(Node):
         try:
             settings = EmulatorSettings.from_mapping(self.config.emulator)
             faults = [parse_fault(f) for f in p["faults"] if f.strip()]
-            emulator = TestbedEmulator(self.config, state, settings=settings, seed=p["seed"])
+            compiled = {"auto": None, "compiled": True, "python": False}[p["plant_step"]]
+            if compiled is not False and fast_available():
+                self.get_logger().info("preparing the compiled plant step (numba: about a second from its cache; "
+                                       "the first use after an install compiles it, which takes a minute or two)")
+            emulator = TestbedEmulator(self.config, state, settings=settings, seed=p["seed"], compiled=compiled)
             for fault in faults:
                 emulator.add_fault(fault)
             self.faults = tuple(faults)
         except (ConfigError, ValueError) as exc:
-            self.get_logger().fatal(f"{'testbed config' if isinstance(exc, ConfigError) else 'parameter faults'} "
-                                    f"refused: {exc}")
+            what = "parameter plant_step:=compiled" if isinstance(exc, NotCovered) else (
+                "testbed config" if isinstance(exc, ConfigError) else "parameter faults")
+            self.get_logger().fatal(f"{what} refused: {exc}")
             raise StartupError(str(exc)) from None
+        except ImportError as exc:  # plant_step:=compiled without numba
+            self.get_logger().fatal(f"parameter plant_step:=compiled refused: {exc} (install the extra 'fast', "
+                                    "or set plant_step:=auto)")
+            raise StartupError(str(exc)) from None
+        self.get_logger().info(emulator.plant_note)
         return emulator
 
     def _stamp(self, t: float):

@@ -1,0 +1,32 @@
+"""When the timed stages of the HIL graph tick, when they share one thread (``testbed_graph``).
+
+In one process, one single-threaded executor runs the emulator's step, the bridge's tick and the
+controller's tick. Timers created one after the other start at arbitrary phases of the period,
+and keep them (rcl timers advance by whole periods): with the controller's timer just before the
+bridge's, every state the controller reads is almost a period old, and its watchdog (1.5 control
+periods) is left half a period of margin for all the jitter of the thread. Started a fraction of
+a period apart in data-flow order (emulator, bridge, controller; the order of one tick of
+:func:`freeflyer_control.hil.runner.run_hil`), each stage finds its inputs of this period
+waiting: the bridge the samples the emulator just published, the controller the estimate the
+bridge just published. The watchdogs are not touched; only the phases are chosen.
+"""
+
+from __future__ import annotations
+
+STAGES = ("testbed_emulator", "testbed_bridge", "controller_node")
+
+
+def stage_offsets(period: float, stages: int = len(STAGES)) -> list[float]:
+    """Start offsets, s after the first stage, of ``stages`` timers of one ``period`` (s) in
+    data-flow order: ``k * period / (stages + 1)``. Each stage gets the same share of the
+    period to run before the next starts, and the last leaves that share before the first
+    one's next tick.
+
+    Raises:
+        ValueError: a period that is not a positive finite number, or fewer than one stage.
+    """
+    if not (period > 0 and period < float("inf")):
+        raise ValueError(f"stage_offsets: period must be a positive number of seconds, got {period!r}")
+    if stages < 1:
+        raise ValueError(f"stage_offsets: need at least one stage, got {stages}")
+    return [k * period / (stages + 1) for k in range(stages)]

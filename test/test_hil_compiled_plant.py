@@ -1,0 +1,105 @@
+"""The emulator's compiled plant (hil/compiled_plant.py) against the Python Plant it replaces.
+
+Skipped where numba is not installed (the optional 'fast' extra); the Python plant then runs,
+which test_hil_emulator.py and test_hil_closed_loop.py cover.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from freeflyer_control.hil.compiled_plant import CompiledPlant, make_plant
+from freeflyer_control.hil.config import load_testbed_config
+from freeflyer_control.hil.emulator import TestbedEmulator
+from freeflyer_control.model import load_robot
+from freeflyer_control.physics.plant import Plant, PlantDiverged
+from freeflyer_control.physics.state import make_state
+
+numba = pytest.importorskip("numba", reason="the compiled plant step needs numba (pip install .[fast])")
+
+# Same RKMK4 arithmetic in another summation order: each step differs by a few ulps, and a
+# stable integrator carries that forward without growth over a few hundred steps.
+TOL = 1e-12
+
+
+def ready_state(ff):
+    return make_state(ff, joint_positions=dict(ff.ready_pose))
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
+def test_compiled_plant_steps_like_the_python_plant_to_round_off(name):
+    ff = load_robot(name)
+    compiled, python = CompiledPlant(ff, ready_state(ff), 1e-3), Plant(ff, ready_state(ff), 1e-3)
+    rng = np.random.default_rng(7)
+    for k in range(300):
+        tau = rng.normal(size=ff.model.nv)   # base wrench (base_link axes), joint torques, N / N m
+        if k % 3 == 0:
+            tau[: ff.nb] = 0.0               # both branches of the momentum update
+        a, b = compiled.step(tau=tau), python.step(tau=tau)
+        scale = max(1.0, np.abs(b.v).max())
+        assert np.abs(a.q - b.q).max() < TOL and np.abs(a.v - b.v).max() < TOL * scale, k
+    assert np.abs(compiled.momentum_world - python.momentum_world).max() < TOL
+    assert np.abs(compiled.last_acceleration - python.last_acceleration).max() < TOL * 100
+    assert compiled._energy == pytest.approx(python._energy, rel=TOL)
+    assert compiled.t == pytest.approx(python.t)
+
+
+def test_a_reset_state_restarts_the_compiled_step_from_it():
+    ff = load_robot("planar_4link")
+    start = ready_state(ff)
+    compiled, python = CompiledPlant(ff, start, 1e-3), Plant(ff, start, 1e-3)
+    tau = np.linspace(-1.0, 1.0, ff.model.nv)
+    for _ in range(20):
+        compiled.step(tau=tau)
+    compiled.state = start                   # the cached M(q), b(q, v) must follow the new state
+    for _ in range(20):
+        a, b = compiled.step(tau=tau), python.step(tau=tau)
+    assert np.abs(a.q - b.q).max() < TOL and np.abs(a.v - b.v).max() < TOL
+
+
+def test_a_diverging_compiled_step_is_refused_like_the_python_one():
+    ff = load_robot("planar_4link")
+    tau = np.zeros(ff.model.nv)
+    tau[ff.nb] = 1e9                         # N m on joint1: far past any step size
+    reasons = []
+    for plant in (CompiledPlant(ff, ready_state(ff), 1e-2), Plant(ff, ready_state(ff), 1e-2)):
+        with pytest.raises(PlantDiverged) as err:
+            for _ in range(5):
+                plant.step(tau=tau)
+        reasons.append(str(err.value))
+        assert plant.state.q == pytest.approx(ready_state(ff).q)   # the state is held
+    # Same check, same step, same coordinate; the speed itself is 1e43-ish round-off noise.
+    numbers = re.compile(r"\d\.\d+e\+\d+")
+    assert numbers.sub("#", reasons[0]) == numbers.sub("#", reasons[1])
+    assert reasons[0].startswith("plant diverged at t = 0.01 s: base vx speed ")
+
+
+def test_make_plant_says_which_step_runs():
+    ff = load_robot("planar_4link")
+    plant, note = make_plant(ff, ready_state(ff), 1e-3, compiled=False)
+    assert type(plant) is Plant and note == "plant step: Python (compiled step not asked for)"
+    plant, note = make_plant(ff, ready_state(ff), 1e-3)
+    assert isinstance(plant, CompiledPlant) and note.startswith("plant step: compiled (numba, ready in ")
+    assert plant.t == 0.0 and plant.state.q == pytest.approx(ready_state(ff).q)   # warm-up undone
+
+
+def test_emulator_on_the_compiled_plant_sends_what_it_sends_on_the_python_one():
+    config = load_testbed_config("planar_4link")
+    ff = config.robot
+    emulators = [TestbedEmulator(config, ready_state(ff), seed=3, compiled=c) for c in (True, False)]
+    for emu in emulators:
+        emu.on_joint_efforts([0.4, -0.2, 0.1, 0.05], 0.0)        # wire order and signs: the config's
+        emu.on_wheel_command([0.01], 0.0)
+        emu.on_thruster_command([0.5, 0, 0, 0, 0.5, 0, 0, 0], 0.02)
+        emu.advance(0.5)
+    fast, slow = emulators
+    assert np.abs(fast.state.q - slow.state.q).max() < TOL
+    enc_fast, enc_slow = fast.encoder_samples(0.5), slow.encoder_samples(0.5)
+    assert len(enc_fast) == len(enc_slow) > 100
+    # Quantized to 4096 counts per turn: round-off can only flip a reading sitting on a count
+    # boundary, by one count.
+    count = 2 * np.pi / 4096
+    assert max(np.abs(a.positions - b.positions).max() for a, b in zip(enc_fast, enc_slow)) <= count * 1.0001
+    cap_fast, cap_slow = fast.capture_samples(0.5), slow.capture_samples(0.5)
+    assert max(np.abs(a.position - b.position).max() for a, b in zip(cap_fast, cap_slow)) < TOL
