@@ -5,16 +5,18 @@ rclpy and the message packages are imported here and in the node modules only (D
 
 from __future__ import annotations
 
+import array
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -130,6 +132,75 @@ def state_messages(node: Node, fields: StateFields, base_link: str) -> tuple[Joi
     return js, odom, tf
 
 
+class StateMessages:
+    """The plant's JointState, Odometry and world->base TF, allocated once and refilled per step.
+
+    Publishing serializes a message at once, so one instance per topic can be reused; at 1 kHz
+    building three messages and their sub-messages per step costs the loop more than filling
+    them. The joint arrays are numpy views on the messages' own buffers: no per-step allocation.
+    """
+
+    def __init__(self, base_link: str):
+        self.js = JointState()
+        self.odom = Odometry()
+        self.odom.header.frame_id = "world"
+        self.odom.child_frame_id = base_link
+        self.tf = TransformStamped()
+        self.tf.header.frame_id = "world"
+        self.tf.child_frame_id = base_link
+        self._names: tuple = ()
+        self._q = self._v = np.zeros(0)
+
+    def fill(self, stamp, fields: StateFields) -> tuple[JointState, Odometry, TransformStamped]:
+        """The three messages at ``stamp`` (builtin_interfaces/Time) for ``fields`` (joints in
+        rad, rad/s; base pose and twist in world, m, m/s, rad/s)."""
+        js = self.js
+        if fields.joint_names != self._names:  # first call (or another joint set): new buffers
+            self._names = tuple(fields.joint_names)
+            js.name = list(self._names)
+            js.position = array.array("d", bytes(8 * len(self._names)))
+            js.velocity = array.array("d", bytes(8 * len(self._names)))
+            self._q = np.frombuffer(js.position, dtype=float)
+            self._v = np.frombuffer(js.velocity, dtype=float)
+        self._q[:] = fields.joint_positions
+        self._v[:] = fields.joint_velocities
+        js.header.stamp = stamp
+        self.odom.header.stamp = stamp
+        self.tf.header.stamp = stamp
+        b = fields.base
+        pose = self.odom.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = b.position.tolist()
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = b.orientation_xyzw.tolist()
+        tw = self.odom.twist.twist
+        tw.linear.x, tw.linear.y, tw.linear.z = b.linear_velocity.tolist()
+        tw.angular.x, tw.angular.y, tw.angular.z = b.angular_velocity.tolist()
+        t = self.tf.transform.translation
+        t.x, t.y, t.z = b.position.tolist()
+        r = self.tf.transform.rotation
+        r.x, r.y, r.z, r.w = b.orientation_xyzw.tolist()
+        return js, self.odom, self.tf
+
+
+class VectorMessage:
+    """A Float64MultiArray with one labelled dimension, allocated once and refilled (see
+    StateMessages: publishing serializes at once). ``fill`` takes any float vector; a size
+    change (it does not happen within a run) reallocates."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.msg = vector_msg((), label)
+        self._data = np.zeros(0)
+
+    def fill(self, values: np.ndarray) -> Float64MultiArray:
+        if len(values) != len(self._data):
+            self.msg = vector_msg(values, self.label)
+            self.msg.data = array.array("d", bytes(8 * len(values)))
+            self._data = np.frombuffer(self.msg.data, dtype=float)
+        self._data[:] = values
+        return self.msg
+
+
 LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
           "stale": DiagnosticStatus.STALE}
 
@@ -167,12 +238,22 @@ def load_testbed_for(node: Node, value: str):
 def spin_node(factory: Callable[[], Node], args=None) -> None:
     """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown. A
     StartupError (already logged) ends the process with exit code 1 and no traceback."""
+    spin_nodes(lambda: [factory()], args)
+
+
+def spin_nodes(factory: Callable[[], list[Node]], args=None,
+               spin: Callable[[SingleThreadedExecutor], None] | None = None) -> None:
+    """spin_node for the nodes ``factory`` creates, on one single-threaded executor (one process
+    hosting several nodes, e.g. sim_loop_node); ``spin(executor)`` instead of executor.spin()."""
     rclpy.init(args=args)
-    node = None
+    nodes: list[Node] = []
     failed = False
     try:
-        node = factory()
-        rclpy.spin(node)
+        nodes = factory()
+        executor = SingleThreadedExecutor()
+        for node in nodes:
+            executor.add_node(node)
+        (spin or SingleThreadedExecutor.spin)(executor)
     except StartupError:
         failed = True
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -184,7 +265,7 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
         if rclpy.ok():
             raise
     finally:
-        if node is not None:
+        for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
     if failed:
