@@ -54,15 +54,16 @@ from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     LATCHED_QOS,
     ROBOT_PARAMS,
-    STATE_SUB_QOS,
     Param,
+    VectorMessage,
     declare,
     diagnostics,
     now_s,
     param_result,
+    quiet_publisher,
     robot_from_parameters,
-    VectorMessage,
     spin_node,
+    state_subscription,
 )
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
@@ -114,18 +115,18 @@ class ControllerNode(Node):
                                        internal_force=p["internal_force"],
                                        capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None)
         self.ideal_base = p["base_actuation"] == "ideal"
-        self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
-        self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
-        self.pub_thrust = self.create_publisher(Float64MultiArray, "thrusters/command", COMMAND_QOS)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "base/wrench_command", COMMAND_QOS)
-        self.pub_mode = self.create_publisher(String, "mode", LATCHED_QOS)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
-        self.pub_targets = self.create_publisher(MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.pub_arm = quiet_publisher(self, Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
+        self.pub_wheels = quiet_publisher(self, Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
+        self.pub_thrust = quiet_publisher(self, Float64MultiArray, "thrusters/command", COMMAND_QOS)
+        self.pub_wrench = quiet_publisher(self, WrenchStamped, "base/wrench_command", COMMAND_QOS)
+        self.pub_mode = quiet_publisher(self, String, "mode", LATCHED_QOS)
+        self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
+        self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
         if not lockstep:
-            self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
-            self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
+            state_subscription(self, JointState, "joint_states", self._on_joints)
+            state_subscription(self, Odometry, "base/odom", self._on_odom)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
@@ -136,7 +137,7 @@ class ControllerNode(Node):
         self.capture_client = None
         self.capture_future = None  # the capture request in flight: one at a time
         if p["capture_object"]:
-            self.create_subscription(Odometry, "object/odom", self._on_object_odom, STATE_SUB_QOS)
+            state_subscription(self, Odometry, "object/odom", self._on_object_odom)
             self.capture_client = self.create_client(Trigger, p["capture_service"])
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",

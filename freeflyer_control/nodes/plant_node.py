@@ -50,6 +50,7 @@ from freeflyer_control.nodes.common import (
     diagnostics,
     now_s,
     param_result,
+    quiet_publisher,
     robot_from_parameters,
     spin_node,
     state_messages,
@@ -116,9 +117,9 @@ class PlantNode(Node):
         self.steps = 0
         self.wall0 = time.monotonic()
 
-        self.pub_js = self.create_publisher(JointState, "joint_states", STATE_PUB_QOS)
-        self.pub_odom = self.create_publisher(Odometry, "base/odom", STATE_PUB_QOS)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.pub_js = quiet_publisher(self, JointState, "joint_states", STATE_PUB_QOS)
+        self.pub_odom = quiet_publisher(self, Odometry, "base/odom", STATE_PUB_QOS)
+        self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.tf = TransformBroadcaster(self)
         self.state_msgs = StateMessages(self.ff.base_link)
         if not lockstep:
@@ -137,9 +138,9 @@ class PlantNode(Node):
             self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         if self.obj is not None:
-            self.pub_object = self.create_publisher(Odometry, "object/odom", STATE_PUB_QOS)
-            self.pub_marker = self.create_publisher(Marker, "object/marker", 10)
-            self.pub_grasp = {g.end_effector: self.create_publisher(WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
+            self.pub_object = quiet_publisher(self, Odometry, "object/odom", STATE_PUB_QOS)
+            self.pub_marker = quiet_publisher(self, Marker, "object/marker", 10)
+            self.pub_grasp = {g.end_effector: quiet_publisher(self, WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
                               for g in self.obj.grasps}
             self.create_timer(1.0 / p["object_rate"], self._publish_object)
         self._publish()
