@@ -1,13 +1,14 @@
-"""sim_loop_node: plant_node and controller_node in one process, stepped in lockstep by one timer.
+"""sim_loop_node: plant_node and controller_node in one process, stepped in lockstep by one loop.
 
-For pure simulation (sim.launch.py ``loop:=lockstep``, the default). The process hosts the two
+For pure simulation (sim.launch.py ``lockstep:=true``, the default). The process hosts the two
 nodes of the distributed graph, /plant_node and /controller_node, with their parameters,
-services, topics, TF and diagnostics, on one executor. One timer, at the plant's ``rate``,
-does a whole period in order (runtime.lockstep.LockstepLoop): the plant steps under the commands
-it holds and publishes the state; the controller ticks on that state, handed over in the process,
+services, topics, TF and diagnostics, on one executor. One loop, at the plant's ``rate``, does a
+whole period in order (runtime.lockstep.LockstepLoop): the plant steps under the commands it
+holds and publishes the state; the controller ticks on that state, handed over in the process,
 and publishes its commands; the plant holds them for the next step. The controller never waits
-for a state and the plant never steps without its answer, whatever the load: a late timer delays
-the period as a whole.
+for a state and the plant never steps without its answer, whatever the load: a late period is
+late as a whole. Between periods, at 100 Hz, the executor runs the callbacks that are ready
+(parameters, services, references, /estop, the diagnostics timers).
 
 What differs from the distributed graph: the plant takes its commands from the hosted controller
 only (it does not subscribe to /joint_effort_commands and the other command topics; the hosted
