@@ -38,9 +38,10 @@ from freeflyer_control.ros.conversions import JointStateReader, read_odometry, s
 
 ROBOT = "planar_4link"
 EE = "ee_link"
-# Hz. Higher than test_launch_sim's 100 Hz: the point of lockstep is the rate; the probe (Python,
-# in this process) still receives every state and command at 250 Hz on two busy cores.
-RATE = 250.0
+# Hz, as test_launch_sim: the graph and the Python probe in this process then get what they need
+# on two cores loaded to 8 by other jobs (at 250 Hz there, sim_loop_node fell to 160 Hz). Whether
+# the loop holds 500 Hz-1 kHz is bench/bench_ros_loop.py's business, not a test's.
+RATE = 100.0
 PERIOD = 1.0 / RATE
 FF = load_robot(ROBOT)
 
@@ -115,14 +116,17 @@ def test_lockstep_graph_keeps_the_node_names_and_publishes_states_and_commands(p
 @pytest.mark.launch(fixture=lockstep_graph)
 def test_every_state_is_answered_by_a_command_before_the_next_state(probe):
     """Lockstep: state k, then the command computed on it, then state k+1 (publish times). Over
-    the graph's two seconds, states come at the rate (median interval within 10 % of the period:
-    the median ignores the stalls a loaded machine causes) and commands one per state."""
+    two seconds, states come at the rate (the count within 20 % of the rate's: a late period is
+    caught up, so only a stall over 50 ms loses periods) and commands one per state."""
     t0 = time.time()
     time.sleep(2.0)
     states = [t for t, _ in probe.published("joint_states") if t > t0]
     commands = [t for t, _ in probe.published("joint_effort_commands") if t > t0]
     assert len(states) > 50 and len(commands) > 50
-    assert abs(np.median(np.diff(states)) - PERIOD) < 0.1 * PERIOD, np.median(np.diff(states))
+    window = states[-1] - states[0]
+    assert abs((len(states) - 1) / window - RATE) < 0.2 * RATE, f"{len(states)} states in {window:.3f} s"
+    # 2 for the window's ends, 1 % as below for what a loaded probe may lose.
+    assert abs(len(commands) - len(states)) <= 2 + 0.01 * len(states), (len(commands), len(states))
     commands = np.array(commands)
     answered = 0
     for t_state, t_next in zip(states[:-1], states[1:]):
@@ -150,10 +154,14 @@ def test_mode_switch_by_parameter_reaches_the_hosted_controller(probe):
 
 @pytest.mark.launch(fixture=lockstep_graph)
 def test_estop_zeroes_the_commands_until_reset_in_lockstep(probe):
-    publish_target(probe, [0.03, 0.03, 0.0])
-    probe.wait_for(lambda: moving(probe), 10.0, "the hosted controller does not move the arm to the target")
+    # The publisher first: once it sees the subscription, the subscription may not have seen it
+    # yet, and Cyclone DDS then drops a sample until the writer's next heartbeat (~100 ms) has it
+    # sent again. The target and the wait for motion below give discovery that time.
     estop = probe.create_publisher(Bool, "estop", 10)
     probe.wait_for(lambda: estop.get_subscription_count() > 0, 10.0, "controller_node does not subscribe /estop")
+    publish_target(probe, [0.03, 0.03, 0.0])
+    probe.wait_for(lambda: moving(probe), 10.0, "the hosted controller does not move the arm to the target")
+    time.sleep(0.2)
     t_stop = time.time()
     estop.publish(Bool(data=True))
     time.sleep(0.5)
