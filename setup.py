@@ -91,6 +91,7 @@ setup(
             'plant_node = freeflyer_control.nodes.plant_node:main',
             'gjm_node = freeflyer_control.nodes.gjm_node:main',
             'controller_node = freeflyer_control.nodes.controller_node:main',
+            'sim_loop_node = freeflyer_control.nodes.sim_loop_node:main',
             'testbed_bridge = freeflyer_control.nodes.testbed_bridge_node:main',
             'testbed_emulator = freeflyer_control.nodes.testbed_emulator_node:main',
             'testbed_graph = freeflyer_control.nodes.testbed_graph:main',

@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
-"""The plant -> controller -> plant loop under ROS 2: latency and missed periods at 500 Hz.
+"""The plant -> controller -> plant loop under ROS 2: latency, missed periods and CPU, per way of
+running the loop.
 
-Starts plant_node and controller_node (this checkout's code, as two processes, with the robot's
-ROS parameter file config/<robot>.yaml and ``rate`` overridden), sends the controller an
+Starts plant_node and controller_node (this checkout's code, with the robot's ROS parameter file
+config/<robot>.yaml and ``rate`` overridden) in one or more of three ways (``--loops``):
+
+* ``distributed``: two processes with their own timers (the graph on hardware; the default);
+* ``lockstep``: sim_loop_node, both nodes in one process, one timer steps the plant and then
+  ticks the controller on the new state (sim.launch.py's default);
+* ``composed``: sim_loop_node --composed, both nodes in one process and one executor with their
+  own timers and subscriptions (the distributed graph, minus the process boundary);
+
+one after the other at each ``--rate``. It sends the controller an
 end-effector target so that every tick runs the task-space controller (``--no-task``: it only
 holds the pose), and records in a probe node, with receive times on the system clock (the
 clock the plant stamps its messages with):
@@ -19,12 +28,20 @@ clock the plant stamps its messages with):
 * missed periods: periods of the measured window in which the plant published no state, or
   the controller no command (a late timer catches up with a short interval, so these count
   what never came); late periods: gaps longer than 1.5 periods; and plant periods in which no
-  new command arrived (the plant then holds the previous command).
+  new command arrived (the plant then holds the previous command);
+* CPU of each node process over the measured window (user + system time, /proc), in % of one
+  core.
+
+After the runs a summary table puts the ways and rates side by side, with the load average
+before each run (the 2 cores are shared: compare rows of one invocation, not across runs).
 
 Usage (from the repository root, in a shell where ROS 2 is sourced):
 
-    python bench/bench_ros_loop.py [--rate 500] [--robot planar_4link] [--duration 10]
-                                   [--warmup 2] [--no-task]
+    python bench/bench_ros_loop.py [--rate 500 [1000 ...]] [--loops distributed[,lockstep,composed]]
+                                   [--robot planar_4link] [--duration 10] [--warmup 2] [--no-task]
+
+    # issue 13's comparison (about 2.5 minutes):
+    python bench/bench_ros_loop.py --rate 1000 500 --loops distributed,lockstep,composed --duration 8
 
 Without rclpy it prints "skipped: rclpy not available" and exits 0. This is a benchmark, not a
 test: nothing in test/ depends on timings.
@@ -57,21 +74,38 @@ def _percentiles(values_s):
     return [f"{np.percentile(v, 50):.3f}", f"{np.percentile(v, 99):.3f}", f"{v.max():.3f}", str(len(v))]
 
 
-def _start_nodes(args, env):
-    """plant_node and controller_node of this checkout, as child processes."""
+LOOPS = {  # way of running the loop -> the processes (module, extra arguments)
+    "distributed": [("plant_node", []), ("controller_node", [])],
+    "lockstep": [("sim_loop_node", [])],
+    "composed": [("sim_loop_node", ["--composed"])],
+}
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far, s (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _start_nodes(args, env, rate, loop):
+    """plant_node and controller_node of this checkout, as child processes, the ``loop`` way."""
     param_file = REPO / "config" / f"{args.robot}.yaml"
     files = [str(param_file)] if param_file.is_file() else []
     # The overrides go under the node keys of config/<robot>.yaml (`-p rate:=...` would go
     # under /**, which rcl applies before the file's /**/<node> sections: the file would win).
-    overrides = {f"/**/{node}": {"ros__parameters": {"robot": args.robot, "rate": float(args.rate)}}
+    overrides = {f"/**/{node}": {"ros__parameters": {"robot": args.robot, "rate": float(rate)}}
                  for node in ("plant_node", "controller_node")}
     with tempfile.NamedTemporaryFile("w", prefix="bench_ros_loop_", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(overrides, f)
     files.append(f.name)
     ros_args = ["--ros-args"] + [x for path in files for x in ("--params-file", path)]
     procs = []
-    for module in ("plant_node", "controller_node"):
-        cmd = [sys.executable, "-m", f"freeflyer_control.nodes.{module}"] + ros_args
+    for module, extra in LOOPS[loop]:
+        cmd = [sys.executable, "-m", f"freeflyer_control.nodes.{module}"] + extra + ros_args
         procs.append(subprocess.Popen(cmd, env=env, start_new_session=True,
                                       stdout=subprocess.DEVNULL if not args.verbose else None,
                                       stderr=subprocess.DEVNULL if not args.verbose else None))
@@ -93,8 +127,6 @@ def _stop(procs):
 
 
 def run(args) -> int:
-    import numpy as np
-    import pinocchio as pin
     import rclpy
     from geometry_msgs.msg import PoseStamped
     from rclpy.executors import SingleThreadedExecutor
@@ -104,7 +136,6 @@ def run(args) -> int:
     from std_msgs.msg import Float64MultiArray
 
     from freeflyer_control.model import load_robot
-    from freeflyer_control.physics.state import make_state
 
     env = dict(os.environ)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -112,85 +143,131 @@ def run(args) -> int:
     env.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))  # keep the run to itself
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
 
-    load_before = os.getloadavg()   # the nodes compete with whatever else runs
     ff = load_robot(args.robot)
-    period = 1.0 / args.rate
     rclpy.init()
-    node = Node("bench_ros_loop_probe")
-    js_log, cmd_log = [], []   # (stamp_ns, recv_ns) and recv_ns
-    moving = []                # a non-zero command was received
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-
-    def on_state(m):
-        js_log.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, time.time_ns()))
-
-    def on_command(m, info):   # two parameters: rclpy passes the message info too
-        cmd_log.append((time.time_ns(), info["source_timestamp"]))
-        if not moving and any(m.data):
-            moving.append(True)
-
-    node.create_subscription(JointState, "joint_states", on_state, qos)
-    node.create_subscription(Float64MultiArray, "joint_effort_commands", on_command, qos)
-    target_pub = node.create_publisher(PoseStamped, f"ee_target/{ff.end_effectors[0]}", 10)
+    probe = Probe(Node("bench_ros_loop_probe"), ff, JointState, Float64MultiArray, PoseStamped,
+                  QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    executor.add_node(probe.node)
+    summary = []
+    try:
+        for rate in args.rate:
+            for loop in args.loops:
+                row = _one_run(args, env, probe, executor, rate, loop)
+                if row is None:
+                    return 1
+                summary.append(row)
+    finally:
+        executor.shutdown()
+        probe.node.destroy_node()
+        rclpy.try_shutdown()
+    if len(summary) > 1:
+        _print_summary(summary)
+    return 0
 
-    procs = _start_nodes(args, env)
+
+class Probe:
+    """The probe node: records /joint_states stamps and receive times, /joint_effort_commands
+    receive and publish times, and publishes the end-effector target."""
+
+    def __init__(self, node, ff, JointState, Float64MultiArray, PoseStamped, qos):
+        self.node, self.ff, self.PoseStamped = node, ff, PoseStamped
+        self.clear()
+        node.create_subscription(JointState, "joint_states", self._on_state, qos)
+        node.create_subscription(Float64MultiArray, "joint_effort_commands", self._on_command, qos)
+        self.target_pub = node.create_publisher(PoseStamped, f"ee_target/{ff.end_effectors[0]}", 10)
+
+    def clear(self):
+        self.js_log, self.cmd_log = [], []   # (stamp_ns, recv_ns) and (recv_ns, source_ns)
+        self.moving = False                  # a non-zero command was received
+
+    def _on_state(self, m):
+        self.js_log.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, time.time_ns()))
+
+    def _on_command(self, m, info):   # two parameters: rclpy passes the message info too
+        self.cmd_log.append((time.time_ns(), info["source_timestamp"]))
+        if not self.moving and any(m.data):
+            self.moving = True
+
+    def target(self):
+        """A target 5 cm from the ready pose's end-effector: the task-space path every tick."""
+        import pinocchio as pin
+
+        from freeflyer_control.physics.state import make_state
+
+        ff = self.ff
+        state = make_state(ff, joint_positions=dict(ff.ready_pose))
+        data = ff.create_data()
+        pin.framesForwardKinematics(ff.model, data, state.q)
+        ee = data.oMf[ff.frame_id(ff.end_effectors[0])].translation
+        msg = self.PoseStamped()
+        msg.header.frame_id = "world"
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+            float(ee[0] + 0.05), float(ee[1] - 0.03), float(ee[2]))
+        msg.pose.orientation.w = 0.0   # all-zero quaternion: position only
+        return msg
+
+
+def _one_run(args, env, probe, executor, rate, loop):
+    """One way of running the loop at one rate: start, measure, stop; print its table and
+    return its summary row (None on failure, said on stderr)."""
+    import numpy as np
+
+    period = 1.0 / rate
+    load_before = os.getloadavg()   # the nodes compete with whatever else runs
+    probe.clear()
+    procs = _start_nodes(args, env, rate, loop)
     try:
         deadline = time.monotonic() + 60.0
-        while (not js_log or not cmd_log) and time.monotonic() < deadline:
+        while (not probe.js_log or not probe.cmd_log) and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
             if any(p.poll() is not None for p in procs):
-                print("a node exited early; rerun with --verbose", file=sys.stderr)
-                return 1
-        if not js_log or not cmd_log:
-            print("no /joint_states or /joint_effort_commands within 60 s", file=sys.stderr)
-            return 1
+                print(f"{loop}: a node exited early; rerun with --verbose", file=sys.stderr)
+                return None
+        if not probe.js_log or not probe.cmd_log:
+            print(f"{loop}: no /joint_states or /joint_effort_commands within 60 s", file=sys.stderr)
+            return None
         if args.task:
-            # A target 5 cm from the ready pose's end-effector: the task-space path every tick.
-            state = make_state(ff, joint_positions=dict(ff.ready_pose))
-            data = ff.create_data()
-            pin.framesForwardKinematics(ff.model, data, state.q)
-            ee = data.oMf[ff.frame_id(ff.end_effectors[0])].translation
-            msg = PoseStamped()
-            msg.header.frame_id = "world"
-            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
-                float(ee[0] + 0.05), float(ee[1] - 0.03), float(ee[2]))
-            msg.pose.orientation.w = 0.0   # all-zero quaternion: position only
+            msg = probe.target()
             # The controller refuses references until it has its first state: publish until
             # the arm moves.
             deadline = time.monotonic() + 30.0
-            while not moving and time.monotonic() < deadline:
-                if target_pub.get_subscription_count():
-                    target_pub.publish(msg)
+            while not probe.moving and time.monotonic() < deadline:
+                if probe.target_pub.get_subscription_count():
+                    probe.target_pub.publish(msg)
                 t_next = time.monotonic() + 0.5
-                while not moving and time.monotonic() < t_next:
+                while not probe.moving and time.monotonic() < t_next:
                     executor.spin_once(timeout_sec=0.05)
-            if not moving:
-                print("the controller did not take the end-effector target", file=sys.stderr)
-                return 1
+            if not probe.moving:
+                print(f"{loop}: the controller did not take the end-effector target", file=sys.stderr)
+                return None
         t_end = time.monotonic() + args.warmup + args.duration
         t_measure = time.time_ns() + int(args.warmup * 1e9)
+        cpu0 = None
         while time.monotonic() < t_end:
             executor.spin_once(timeout_sec=0.05)
+            if cpu0 is None and time.time_ns() >= t_measure:
+                cpu0 = ([_cpu_seconds(p.pid) for p in procs], time.monotonic())
+        cpu1 = ([_cpu_seconds(p.pid) for p in procs], time.monotonic())
     finally:
         _stop(procs)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    js_log, cmd_log = probe.js_log, probe.cmd_log
+    cpu = [f"{100 * (b - a) / (cpu1[1] - cpu0[1]):.0f}" if a is not None and b is not None else "-"
+           for a, b in zip(cpu0[0], cpu1[0])]
+    cpu_text = " + ".join(f"{module} {c} %" for (module, _), c in zip(LOOPS[loop], cpu))
 
     js = np.array([(s, r) for s, r in js_log if s >= t_measure], dtype=np.int64)
     cmd_pub = np.array([src for r, src in cmd_log if r >= t_measure], dtype=np.int64)
     cmd = np.array([r for r, _ in cmd_log if r >= t_measure], dtype=np.int64)
     if len(js) < 10 or len(cmd) < 10:
-        print("too few messages in the measurement window", file=sys.stderr)
-        return 1
+        print(f"{loop}: too few messages in the measurement window", file=sys.stderr)
+        return None
     stamps, recv = js[:, 0], js[:, 1]
     delivery = (recv - stamps) * 1e-9
     # The answer to state k: the first command received after the state was received.
     idx = np.searchsorted(cmd, recv, side="right")
     ok = idx < len(cmd)
-    loop = (cmd[idx[ok]] - stamps[ok]) * 1e-9
+    loop_lat = (cmd[idx[ok]] - stamps[ok]) * 1e-9
     # The same on publish times (DDS source timestamps), free of the probe's own delays: the
     # first command published after the state was. (A command published within the state's
     # delivery time was still computed from the previous state: a lower bound.)
@@ -211,38 +288,64 @@ def run(args) -> int:
     # Plant periods without a new command: no command received between two state receipts.
     counts = np.diff(np.searchsorted(cmd, recv))
     no_new = int(np.sum(counts == 0))
+    # The same on publish times: no command published between two states. The probe's receipt
+    # order is its own (one executor wake-up takes a burst topic by topic); the publish order
+    # is the graph's. (For the distributed graph a command published just before the next
+    # state may still reach the plant after its step: a lower bound there.)
+    no_new_pub = int(np.sum(np.diff(np.searchsorted(cmd_pub, stamps)) == 0))
 
     rows = [("state delivery (plant publish -> probe)", *_percentiles(delivery)),
-            ("loop latency (state publish -> answer)", *_percentiles(loop)),
+            ("loop latency (state publish -> answer)", *_percentiles(loop_lat)),
             ("  same, on publish times (lower bound)", *_percentiles(loop_pub)),
             ("state interval", *_percentiles(js_dt)),
             ("command interval", *_percentiles(cmd_dt))]
-    head = ("metric", "p50 ms", "p99 ms", "max ms", "n")
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
-    fmt = "| " + " | ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths)) + " |"
-    print(f"ROS loop: {args.robot}, plant and controller at {args.rate:g} Hz (period {period * 1e3:.3f} ms), "
-          f"{args.duration:g} s after {args.warmup:g} s warm-up, "
+    print(f"\nROS loop ({loop}): {args.robot}, plant and controller at {rate:g} Hz (period "
+          f"{period * 1e3:.3f} ms), {args.duration:g} s after {args.warmup:g} s warm-up, "
           f"{'end-effector target (task-space control)' if args.task else 'pose hold'}")
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs "
           f"(load average {load_before[0]:.2f} before the run), RMW "
           f"{os.environ.get('RMW_IMPLEMENTATION', 'default')}, ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}")
-    print(fmt.format(*head))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(fmt.format(*r))
+    _print_table(("metric", "p50 ms", "p99 ms", "max ms", "n"), rows)
     print(f"plant: {len(stamps)} states in {span:.2f} s ({len(stamps) / span:.1f} Hz): missed periods "
           f"{missed_plant} of {expected} ({100 * missed_plant / expected:.2f} %), late (gap > 1.5 periods) "
           f"{late_plant}")
     print(f"controller: {len(cmd)} commands ({len(cmd) / span:.1f} Hz): missed periods {missed_ctrl} of "
           f"{expected} ({100 * missed_ctrl / expected:.2f} %), late (gap > 1.5 periods) {late_ctrl}")
     print(f"plant periods without a new command (previous one held): {no_new} of {len(counts)} "
-          f"({100 * no_new / max(len(counts), 1):.2f} %)")
-    return 0
+          f"({100 * no_new / max(len(counts), 1):.2f} %); on publish times {no_new_pub} "
+          f"({100 * no_new_pub / max(len(counts), 1):.2f} %)")
+    print(f"CPU over the window, % of one core: {cpu_text}")
+    p50, p99 = (f"{np.percentile(loop_lat, q) * 1e3:.2f}" if len(loop_lat) else "-" for q in (50, 99))
+    p99_pub = f"{np.percentile(loop_pub, 99) * 1e3:.2f}" if len(loop_pub) else "-"
+    n = max(len(counts), 1)
+    return (loop, f"{rate:g}", f"{load_before[0]:.2f}", f"{100 * missed_plant / expected:.2f}",
+            f"{100 * missed_ctrl / expected:.2f}", f"{100 * no_new / n:.2f} / {100 * no_new_pub / n:.2f}",
+            p50, p99, p99_pub, cpu_text)
+
+
+def _print_table(head, rows):
+    widths = [max(len(r[i]) for r in list(rows) + [head]) for i in range(len(head))]
+    fmt = "| " + " | ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths)) + " |"
+    print(fmt.format(*head))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(fmt.format(*r))
+
+
+def _print_summary(summary):
+    print("\nSummary (one invocation, runs one after the other; load average before each run):")
+    print("(no new command: at the probe / on publish times; latency: state publish -> the answer the "
+          "probe received, p99 also on publish times)")
+    _print_table(("loop", "Hz", "load", "plant missed %", "controller missed %", "no new command %",
+                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core"), summary)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rate", type=float, default=500.0, help="plant and control rate, Hz")
+    parser.add_argument("--rate", type=float, nargs="+", default=[500.0],
+                        help="plant and control rate(s), Hz")
+    parser.add_argument("--loops", default="distributed",
+                        help=f"comma-separated ways of running the loop, in order: {', '.join(LOOPS)}")
     parser.add_argument("--robot", default="planar_4link", help="bundled robot name")
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds ignored at the start")
@@ -250,6 +353,10 @@ def main(argv=None) -> int:
                         help="no end-effector target: the controller only holds the pose")
     parser.add_argument("--verbose", action="store_true", help="show the nodes' output")
     args = parser.parse_args(argv)
+    args.loops = [x.strip() for x in args.loops.split(",") if x.strip()]
+    unknown = [x for x in args.loops if x not in LOOPS]
+    if unknown or not args.loops:
+        parser.error(f"--loops {','.join(unknown) or '(empty)'}: give one or more of {', '.join(LOOPS)}")
     try:
         import rclpy  # noqa: F401
     except ImportError as exc:

@@ -6,6 +6,7 @@
     ros2 launch freeflyer_control sim.launch.py robot:=/path/arm.urdf base:=planar end_effectors:=tool0
     ros2 launch freeflyer_control sim.launch.py robot:=dual_arm_planar object:=planar_box
     ros2 launch freeflyer_control sim.launch.py robot:=dual_arm_planar object:=planar_box object_free:=true
+    ros2 launch freeflyer_control sim.launch.py rate:=1000.0 lockstep:=false
 
 ``robot`` is a bundled robot name (planar_4link, spatial_6link, dual_arm_planar, spatial_7dof) or
 the path of a robot config ``.yaml`` or a ``.urdf``. A bundled robot runs with its ROS parameter
@@ -16,6 +17,12 @@ keep the parameter file's value (or the node's default); given ones override it.
 robot_state_publisher gets ``robot_description`` = the URDF text the nodes load (checked by
 ``freeflyer_control.model.load_robot``). It ignores the floating base: the plant publishes the
 ``world -> base_link`` TF itself.
+
+``lockstep:=true`` (the default) runs plant_node and controller_node in one process,
+sim_loop_node, whose one timer steps the plant and then ticks the controller on the new state:
+same node names, topics, parameters and services, and it holds 1 kHz on two busy cores. With
+``lockstep:=false`` they are two processes with their own timers, as plant and controller are
+on hardware (testbed.launch.py, hil_sim.launch.py always run that way). See docs/ros.md.
 
 All topic names are relative, so the whole graph can be put in a namespace (include this file
 inside a ``GroupAction`` with ``PushROSNamespace``) or remapped. See docs/ros.md.
@@ -177,6 +184,14 @@ def resolve_robot(context, robot=None):
     return model, files, params
 
 
+def lockstep_argument():
+    return DeclareLaunchArgument(
+        'lockstep', default_value='true', choices=['true', 'false'],
+        description='true: plant_node and controller_node in one process (sim_loop_node), one '
+                    'timer steps the plant then ticks the controller on the new state (holds '
+                    '1 kHz); false: two processes with their own timers, as on hardware')
+
+
 def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, robot=None,
                       controller_overrides=None, resolved=None):
     """The nodes, after the launch arguments are known (an OpaqueFunction's body).
@@ -190,6 +205,8 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             /clock, so no node of the simulated graph may wait for one.
         robot: the robot (bundled name or path) instead of the ``robot`` launch argument
             (testbed configs name their robot).
+            With both ``plant`` and ``control``, the ``lockstep`` launch argument (default false
+            where it is not declared) puts plant_node and controller_node in one sim_loop_node.
         controller_overrides: controller_node parameters that override the parameter file and
             the launch arguments (a testbed bridge needs ``base_actuation: ideal`` and its rate).
         resolved: what :func:`resolve_robot` returned, when the caller needs the model too (the
@@ -218,6 +235,7 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
     obj = _arg(context, 'object')
     object_free = _arg(context, 'object_free', 'false').lower() in TRUE
 
+    lockstep = plant and control and _arg(context, 'lockstep', 'false').lower() in TRUE
     actions = [
         Node(package='robot_state_publisher', executable='robot_state_publisher',
              name='robot_state_publisher', output='screen',
@@ -228,9 +246,11 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
         plant_params = dict(common, **({'rate': rate} if rate else {}))
         if obj:
             plant_params.update(object=obj, object_free=object_free)
-        actions.append(Node(
-            package=PACKAGE, executable='plant_node', name='plant_node', output='screen',
-            parameters=_node_parameters(files, 'plant_node', plant_params)))
+        plant_files = _node_parameters(files, 'plant_node', plant_params)
+        if not lockstep:
+            actions.append(Node(
+                package=PACKAGE, executable='plant_node', name='plant_node', output='screen',
+                parameters=plant_files))
     if control:
         controller_params = dict(common, **({'rate': rate} if rate else {}))
         for name in ('mode', 'controller', 'base_actuation'):
@@ -248,13 +268,19 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             except ValueError:
                 raise RuntimeError(f"launch argument internal_force:='{internal_force}' is not a number (N)") from None
         controller_params.update(controller_overrides or {})
-        actions += [
-            Node(package=PACKAGE, executable='gjm_node', name='gjm_node', output='screen',
-                 parameters=_node_parameters(files, 'gjm_node', common)),
-            Node(package=PACKAGE, executable='controller_node', name='controller_node',
-                 output='screen',
-                 parameters=_node_parameters(files, 'controller_node', controller_params)),
-        ]
+        actions.append(Node(package=PACKAGE, executable='gjm_node', name='gjm_node', output='screen',
+                            parameters=_node_parameters(files, 'gjm_node', common)))
+        if lockstep:
+            # No name=: launch would rename both hosted nodes to it. Each finds its own section
+            # (/**/plant_node, /**/controller_node) in the files.
+            actions.append(Node(
+                package=PACKAGE, executable='sim_loop_node', output='screen',
+                parameters=plant_files + _node_parameters([], 'controller_node', controller_params)))
+        else:
+            actions.append(Node(
+                package=PACKAGE, executable='controller_node', name='controller_node',
+                output='screen',
+                parameters=_node_parameters(files, 'controller_node', controller_params)))
     if rviz:
         actions.append(Node(
             package='rviz2', executable='rviz2', name='rviz2', output='screen',
@@ -266,7 +292,7 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
 def generate_launch_description():
     return LaunchDescription(
         robot_arguments() + control_arguments() + object_arguments() + [
-            rviz_argument('false'),
+            rviz_argument('false'), lockstep_argument(),
             # The simulated plant is the clock: no use_sim_time here (see freeflyer_actions).
             OpaqueFunction(function=freeflyer_actions, kwargs={'use_sim_time': False}),
         ])

@@ -64,6 +64,17 @@ class RecordingProbe(Node):
         with self.lock:
             return [(src * 1e-9, m) for _, m, src in self.log.get(topic, ())]
 
+    def diagnostic_status(self, name: str, after: float = 0.0, topic: str = "diagnostics"):
+        """The newest DiagnosticStatus called ``name`` received on ``topic`` (a watched
+        diagnostic_msgs/DiagnosticArray topic) after ``after`` (monotonic s), or None."""
+        for t, arr in reversed(self.messages(topic)):
+            if t <= after:
+                return None
+            for status in arr.status:
+                if status.name == name:
+                    return status
+        return None
+
     def wait_for(self, what, timeout: float, message):
         """Poll ``what()`` until it returns something truthy; fail with ``message`` (or its call)."""
         deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
 """Integration tests of the ROS 2 graph: launch/sim.launch.py under launch_pytest.
 
-What runs: sim.launch.py (plant_node, gjm_node, controller_node, robot_state_publisher) for
+What runs: sim.launch.py lockstep:=false (plant_node, gjm_node, controller_node,
+robot_state_publisher as processes of their own; test_launch_lockstep.py tests lockstep:=true) for
 planar_4link at RATE Hz, plus a second controller_node in the namespace /bare whose robot is the
 bare planar_4link URDF (base planar, end-effector ee_link: no thrusters, no wheels), used to see
 an impossible mode refused. A probe node in this process records every message with its
@@ -74,7 +75,8 @@ BARE = load_robot(URDF, base="planar", end_effectors=[EE])
 def sim_graph():
     sim = launch.actions.IncludeLaunchDescription(
         PythonLaunchDescriptionSource(os.path.join(SHARE, "launch", "sim.launch.py")),
-        launch_arguments={"robot": ROBOT, "rate": str(RATE)}.items())
+        # The distributed graph (two processes, as on hardware): the last test kills the plant's.
+        launch_arguments={"robot": ROBOT, "rate": str(RATE), "lockstep": "false"}.items())
     bare_controller = launch_ros.actions.Node(
         package="freeflyer_control", executable="controller_node", name="controller_node",
         namespace="bare", output="screen",

@@ -5,16 +5,19 @@ rclpy and the message packages are imported here and in the node modules only (D
 
 from __future__ import annotations
 
+import array
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -32,6 +35,24 @@ COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, histo
 # The mode and the GJM column names: one owner, late joiners get the last value.
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+
+
+# Every QoS event handler is one more entity the executor walks at each wake-up, in Python: a
+# plant_node or controller_node wake-up costs 160-190 us with the default handlers and 110-120 us
+# without (bench/bench_ros_loop.py's machine), several wake-ups per period at 1 kHz. The handlers
+# these nodes drop report nothing anyone would miss: an incompatible pair is reported by the
+# subscription's own default handler (rclpy and rclcpp log it), and a best-effort volatile
+# subscription is compatible with every publisher. Reliable subscriptions (commands, references,
+# e-stop) keep theirs: a best-effort `ros2 topic pub` is incompatible and must be told.
+def quiet_publisher(node: Node, kind, topic: str, qos):
+    """``node.create_publisher`` without the publisher-side QoS event handler."""
+    return node.create_publisher(kind, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
+
+
+def state_subscription(node: Node, kind, topic: str, callback):
+    """A best-effort (STATE_SUB_QOS) subscription, without a QoS event handler."""
+    return node.create_subscription(kind, topic, callback, STATE_SUB_QOS,
+                                    event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
 
 @dataclass(frozen=True)
@@ -130,6 +151,75 @@ def state_messages(node: Node, fields: StateFields, base_link: str) -> tuple[Joi
     return js, odom, tf
 
 
+class StateMessages:
+    """The plant's JointState, Odometry and world->base TF, allocated once and refilled per step.
+
+    Publishing serializes a message at once, so one instance per topic can be reused; at 1 kHz
+    building three messages and their sub-messages per step costs the loop more than filling
+    them. The joint arrays are numpy views on the messages' own buffers: no per-step allocation.
+    """
+
+    def __init__(self, base_link: str):
+        self.js = JointState()
+        self.odom = Odometry()
+        self.odom.header.frame_id = "world"
+        self.odom.child_frame_id = base_link
+        self.tf = TransformStamped()
+        self.tf.header.frame_id = "world"
+        self.tf.child_frame_id = base_link
+        self._names: tuple = ()
+        self._q = self._v = np.zeros(0)
+
+    def fill(self, stamp, fields: StateFields) -> tuple[JointState, Odometry, TransformStamped]:
+        """The three messages at ``stamp`` (builtin_interfaces/Time) for ``fields`` (joints in
+        rad, rad/s; base pose and twist in world, m, m/s, rad/s)."""
+        js = self.js
+        if fields.joint_names != self._names:  # first call (or another joint set): new buffers
+            self._names = tuple(fields.joint_names)
+            js.name = list(self._names)
+            js.position = array.array("d", bytes(8 * len(self._names)))
+            js.velocity = array.array("d", bytes(8 * len(self._names)))
+            self._q = np.frombuffer(js.position, dtype=float)
+            self._v = np.frombuffer(js.velocity, dtype=float)
+        self._q[:] = fields.joint_positions
+        self._v[:] = fields.joint_velocities
+        js.header.stamp = stamp
+        self.odom.header.stamp = stamp
+        self.tf.header.stamp = stamp
+        b = fields.base
+        pose = self.odom.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = b.position.tolist()
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = b.orientation_xyzw.tolist()
+        tw = self.odom.twist.twist
+        tw.linear.x, tw.linear.y, tw.linear.z = b.linear_velocity.tolist()
+        tw.angular.x, tw.angular.y, tw.angular.z = b.angular_velocity.tolist()
+        t = self.tf.transform.translation
+        t.x, t.y, t.z = b.position.tolist()
+        r = self.tf.transform.rotation
+        r.x, r.y, r.z, r.w = b.orientation_xyzw.tolist()
+        return js, self.odom, self.tf
+
+
+class VectorMessage:
+    """A Float64MultiArray with one labelled dimension, allocated once and refilled (see
+    StateMessages: publishing serializes at once). ``fill`` takes any float vector; a size
+    change (it does not happen within a run) reallocates."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.msg = vector_msg((), label)
+        self._data = np.zeros(0)
+
+    def fill(self, values: np.ndarray) -> Float64MultiArray:
+        if len(values) != len(self._data):
+            self.msg = vector_msg(values, self.label)
+            self.msg.data = array.array("d", bytes(8 * len(values)))
+            self._data = np.frombuffer(self.msg.data, dtype=float)
+        self._data[:] = values
+        return self.msg
+
+
 LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
           "stale": DiagnosticStatus.STALE}
 
@@ -172,14 +262,14 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
 
 def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
                prepare: Callable[[list[Node]], None] | None = None,
-               finish: Callable[[list[Node]], None] | None = None) -> None:
+               finish: Callable[[list[Node]], None] | None = None,
+               spin: Callable[[SingleThreadedExecutor], None] | None = None) -> None:
     """:func:`spin_node` for several nodes in one process, created in order and spun by one
     single-threaded executor (their callbacks never run concurrently). ``prepare(nodes)`` runs
     once they all exist, before the first callback; ``finish(nodes)`` after the last, before
-    they are destroyed (if ``prepare`` was called). A StartupError of any of them (already logged)
+    they are destroyed (if ``prepare`` was called); ``spin(executor)`` replaces
+    ``executor.spin()`` (sim_loop_node drives its own periods). A StartupError of any of them (already logged)
     destroys those already created and ends the process with exit code 1."""
-    from rclpy.executors import SingleThreadedExecutor
-
     rclpy.init(args=args)
     nodes: list[Node] = []
     executor = None
@@ -193,7 +283,7 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
         prepared = True   # finish undoes what prepare did, even if it was interrupted
         if prepare is not None:
             prepare(nodes)
-        executor.spin()
+        (spin or SingleThreadedExecutor.spin)(executor)
     except StartupError:
         failed = True
     except (KeyboardInterrupt, ExternalShutdownException):

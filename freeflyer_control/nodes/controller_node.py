@@ -54,20 +54,22 @@ from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     LATCHED_QOS,
     ROBOT_PARAMS,
-    STATE_SUB_QOS,
     Param,
+    VectorMessage,
     declare,
     diagnostics,
     now_s,
     param_result,
+    quiet_publisher,
     robot_from_parameters,
     spin_node,
-    vector_msg,
+    state_subscription,
 )
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
-from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerServer
+from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
+from freeflyer_control.runtime.lockstep import base_wrench6
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
 PARAMS = ROBOT_PARAMS + (
@@ -96,7 +98,12 @@ PARAMS = ROBOT_PARAMS + (
 
 
 class ControllerNode(Node):
-    def __init__(self):
+    """Args:
+        lockstep: sim_loop_node drives this node (and a plant_node in the same process): no tick
+            timer and no /joint_states, /base/odom subscriptions, the state comes from the plant.
+    """
+
+    def __init__(self, lockstep: bool = False):
         super().__init__("controller_node")
         p = declare(self, PARAMS)
         self.ff = robot_from_parameters(p)
@@ -108,15 +115,18 @@ class ControllerNode(Node):
                                        internal_force=p["internal_force"],
                                        capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None)
         self.ideal_base = p["base_actuation"] == "ideal"
-        self.pub_arm = self.create_publisher(Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
-        self.pub_wheels = self.create_publisher(Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
-        self.pub_thrust = self.create_publisher(Float64MultiArray, "thrusters/command", COMMAND_QOS)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "base/wrench_command", COMMAND_QOS)
-        self.pub_mode = self.create_publisher(String, "mode", LATCHED_QOS)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
-        self.pub_targets = self.create_publisher(MarkerArray, "freeflyer/targets", COMMAND_QOS)
-        self.create_subscription(JointState, "joint_states", self._on_joints, STATE_SUB_QOS)
-        self.create_subscription(Odometry, "base/odom", self._on_odom, STATE_SUB_QOS)
+        self.pub_arm = quiet_publisher(self, Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
+        self.pub_wheels = quiet_publisher(self, Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
+        self.pub_thrust = quiet_publisher(self, Float64MultiArray, "thrusters/command", COMMAND_QOS)
+        self.pub_wrench = quiet_publisher(self, WrenchStamped, "base/wrench_command", COMMAND_QOS)
+        self.pub_mode = quiet_publisher(self, String, "mode", LATCHED_QOS)
+        self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
+        self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
+                                                          for label in ("arm_joints", "wheels", "thrusters"))
+        if not lockstep:
+            state_subscription(self, JointState, "joint_states", self._on_joints)
+            state_subscription(self, Odometry, "base/odom", self._on_odom)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
@@ -127,7 +137,7 @@ class ControllerNode(Node):
         self.capture_client = None
         self.capture_future = None  # the capture request in flight: one at a time
         if p["capture_object"]:
-            self.create_subscription(Odometry, "object/odom", self._on_object_odom, STATE_SUB_QOS)
+            state_subscription(self, Odometry, "object/odom", self._on_object_odom)
             self.capture_client = self.create_client(Trigger, p["capture_service"])
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",
@@ -137,7 +147,8 @@ class ControllerNode(Node):
         self.create_service(Trigger, "~/estop", self._on_estop_service)
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
         self.add_on_set_parameters_callback(self._on_params)
-        self.create_timer(1.0 / p["rate"], self._tick)
+        if not lockstep:
+            self.create_timer(1.0 / p["rate"], self._tick)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.last = None
         self.logged_steps = self.logged_faults = 0   # server counters already logged
@@ -277,13 +288,17 @@ class ControllerNode(Node):
 
     # --- the tick -----------------------------------------------------------------------------
     def _tick(self) -> None:
-        out = self.server.tick(now_s(self))
+        self.ticked(self.server.tick(now_s(self)))
+
+    def ticked(self, out: ControllerOutput) -> None:
+        """Publish a tick's commands (here or in sim_loop_node), log what changed, keep ``out``
+        for the diagnostics."""
         act = out.actuation
-        self.pub_arm.publish(vector_msg(act.arm_torques, "arm_joints"))
+        self.pub_arm.publish(self.msg_arm.fill(act.arm_torques))
         if act.wheel_torques.size:
-            self.pub_wheels.publish(vector_msg(act.wheel_torques, "wheels"))
+            self.pub_wheels.publish(self.msg_wheels.fill(act.wheel_torques))
         if act.thruster_forces.size:
-            self.pub_thrust.publish(vector_msg(act.thruster_forces, "thrusters"))
+            self.pub_thrust.publish(self.msg_thrust.fill(act.thruster_forces))
         if self.ideal_base:
             self.pub_wrench.publish(self._wrench(act.base_wrench_world))
         if self.capture_client is not None and self.server.capture_ready:
@@ -319,9 +334,8 @@ class ControllerNode(Node):
         msg = WrenchStamped()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = "world"
-        full = np.array([w[0], w[1], 0.0, 0.0, 0.0, w[2]]) if w.size == 3 else w
         f, t = msg.wrench.force, msg.wrench.torque
-        f.x, f.y, f.z, t.x, t.y, t.z = (float(x) for x in full)
+        f.x, f.y, f.z, t.x, t.y, t.z = base_wrench6(w).tolist()
         return msg
 
     def _target_markers(self, tasks) -> MarkerArray:

@@ -45,10 +45,12 @@ from freeflyer_control.nodes.common import (
     ROBOT_PARAMS,
     STATE_PUB_QOS,
     Param,
+    StateMessages,
     declare,
     diagnostics,
     now_s,
     param_result,
+    quiet_publisher,
     robot_from_parameters,
     spin_node,
     state_messages,
@@ -84,7 +86,12 @@ PARAMS = ROBOT_PARAMS + (
 
 
 class PlantNode(Node):
-    def __init__(self):
+    """Args:
+        lockstep: sim_loop_node drives this node (and a controller_node in the same process): no
+            step timer and no command subscriptions, the commands come from the hosted controller.
+    """
+
+    def __init__(self, lockstep: bool = False):
         super().__init__("plant_node")
         p = declare(self, PARAMS)
         self.ff = robot_from_parameters(p)
@@ -110,27 +117,30 @@ class PlantNode(Node):
         self.steps = 0
         self.wall0 = time.monotonic()
 
-        self.pub_js = self.create_publisher(JointState, "joint_states", STATE_PUB_QOS)
-        self.pub_odom = self.create_publisher(Odometry, "base/odom", STATE_PUB_QOS)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self.pub_js = quiet_publisher(self, JointState, "joint_states", STATE_PUB_QOS)
+        self.pub_odom = quiet_publisher(self, Odometry, "base/odom", STATE_PUB_QOS)
+        self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.tf = TransformBroadcaster(self)
-        self.create_subscription(Float64MultiArray, "joint_effort_commands",
-                                 lambda m: self._command(self.server.set_arm_torques, m.data), COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "reaction_wheels/command",
-                                 lambda m: self._command(self.server.set_wheel_torques, m.data), COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "thrusters/command",
-                                 lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
-        self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
+        self.state_msgs = StateMessages(self.ff.base_link)
+        if not lockstep:
+            self.create_subscription(Float64MultiArray, "joint_effort_commands",
+                                     lambda m: self._command(self.server.set_arm_torques, m.data), COMMAND_QOS)
+            self.create_subscription(Float64MultiArray, "reaction_wheels/command",
+                                     lambda m: self._command(self.server.set_wheel_torques, m.data), COMMAND_QOS)
+            self.create_subscription(Float64MultiArray, "thrusters/command",
+                                     lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
+            self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         # Without an object too: the answer then says how to start the plant with one.
         self.create_service(Trigger, "~/capture", self._on_capture)
         self.add_on_set_parameters_callback(self._on_params)
-        self.create_timer(self.period, self._step)
+        if not lockstep:
+            self.create_timer(self.period, self._step)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         if self.obj is not None:
-            self.pub_object = self.create_publisher(Odometry, "object/odom", STATE_PUB_QOS)
-            self.pub_marker = self.create_publisher(Marker, "object/marker", 10)
-            self.pub_grasp = {g.end_effector: self.create_publisher(WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
+            self.pub_object = quiet_publisher(self, Odometry, "object/odom", STATE_PUB_QOS)
+            self.pub_marker = quiet_publisher(self, Marker, "object/marker", 10)
+            self.pub_grasp = {g.end_effector: quiet_publisher(self, WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
                               for g in self.obj.grasps}
             self.create_timer(1.0 / p["object_rate"], self._publish_object)
         self._publish()
@@ -154,20 +164,26 @@ class PlantNode(Node):
 
     def _step(self) -> None:
         start = time.perf_counter()
-        diverged = self.server.step(now_s(self))
+        self.stepped(self.server.step(now_s(self)), self.server.measurement(), start)
+
+    def stepped(self, diverged: str | None, measurement: StateFields | None, start: float) -> None:
+        """After a step (here or in sim_loop_node): log a divergence, publish the measurement the
+        step gave (one draw of the noise), count an overrun of the period since ``start``
+        (time.perf_counter(), s)."""
         if diverged is not None:  # only on the step that diverged: logged once
             self.get_logger().error(f"{diverged}; publishing nothing until ~/reset")
             self._diagnose()
         self.steps += 1
-        self._publish()
+        self._publish(measurement)
         if time.perf_counter() - start > self.period:
             self.overruns += 1
 
-    def _publish(self) -> None:
-        measurement = self.server.measurement()
+    def _publish(self, measurement: StateFields | None = None) -> None:
+        if measurement is None:
+            measurement = self.server.measurement()
         if measurement is None:  # diverged: a frozen state must not look live
             return
-        js, odom, tf = state_messages(self, measurement, self.ff.base_link)
+        js, odom, tf = self.state_msgs.fill(self.get_clock().now().to_msg(), measurement)
         self.pub_js.publish(js)
         self.pub_odom.publish(odom)
         self.tf.sendTransform(tf)

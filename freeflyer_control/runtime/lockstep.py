@@ -1,0 +1,97 @@
+"""One control period of the simulated plant and the controller in lockstep (sim_loop_node).
+
+In the distributed graph, plant_node and controller_node run their own timers and meet over DDS:
+the controller answers a state 0 to 1 period later, and at 1 kHz on a busy machine ticks miss
+each other. Here one call does a whole period in a fixed order: the plant steps under the
+commands it holds, its measurement goes straight into the controller, the controller ticks on it,
+and its commands go straight back to the plant for the next step. The servers are the same
+objects the two nodes wrap, so every check (watchdog, plausibility, e-stop, saturation, command
+timeout) runs as it does in the distributed graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from freeflyer_control.control.effort import Actuation
+from freeflyer_control.ros.conversions import StateFields
+from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
+from freeflyer_control.runtime.plant_server import PlantServer
+
+
+def base_wrench6(wrench: np.ndarray) -> np.ndarray:
+    """A base wrench in world axes as the 6-vector (fx fy fz mx my mz; N, N m) that
+    /base/wrench_command carries: a planar base's (fx, fy, mz) gets zeros elsewhere."""
+    w = np.asarray(wrench, dtype=float)
+    return np.array([w[0], w[1], 0.0, 0.0, 0.0, w[2]]) if w.size == 3 else w
+
+
+@dataclass(frozen=True)
+class LockstepPeriod:
+    """What one period produced, for the node to publish and log.
+
+    Attributes:
+        diverged: the one-line reason when this period's step made the plant diverge, else None.
+        measurement: the state to publish (the one the controller ticked on), None once diverged.
+        output: the controller's tick (its commands are already held by the plant).
+    """
+
+    diverged: str | None
+    measurement: StateFields | None
+    output: ControllerOutput
+
+
+class LockstepLoop:
+    """Plant step, measurement to the controller, controller tick, commands to the plant.
+
+    Args:
+        plant: the simulated plant (its rate is the loop's).
+        controller: the controller; its rate must equal the plant's (one tick per step).
+    """
+
+    def __init__(self, plant: PlantServer, controller: ControllerServer):
+        if abs(controller.period - plant.plant.dt) > 1e-12:
+            raise ValueError(f"lockstep needs one control tick per plant step: controller rate "
+                             f"{1.0 / controller.period:g} Hz differs from plant rate "
+                             f"{1.0 / plant.plant.dt:g} Hz (give both the same rate)")
+        self.plant = plant
+        self.controller = controller
+        # As controller_node publishes /base/wrench_command only with ideal base actuation.
+        self.ideal_base = controller.base_actuation == "ideal"
+
+    def period(self, now: float) -> LockstepPeriod:
+        """One period at ``now`` (s, the node clock both servers read): :meth:`step`, then
+        :meth:`tick` on its measurement."""
+        diverged, fields = self.step(now)
+        return LockstepPeriod(diverged, fields, self.tick(fields, now))
+
+    def step(self, now: float) -> tuple[str | None, StateFields | None]:
+        """The plant's step under the commands it holds; (divergence reason or None, the
+        measurement to publish and to control on, None once diverged). The node publishes the
+        state between step and tick, so that the state goes out before the controller's work."""
+        diverged = self.plant.step(now)
+        return diverged, self.plant.measurement()
+
+    def tick(self, fields: StateFields | None, now: float) -> ControllerOutput:
+        """The controller's tick on ``fields`` (None: diverged, nothing heard, so its watchdog
+        trips as it would with no /joint_states); its commands go to the plant, stamped ``now``."""
+        if fields is not None:
+            self.controller.on_joint_state(fields.joint_names, fields.joint_positions,
+                                           fields.joint_velocities, now)
+            self.controller.on_base_odometry(fields.base, now)
+        out = self.controller.tick(now)
+        self.command(out.actuation, now)
+        return out
+
+    def command(self, act: Actuation, now: float) -> None:
+        """Hand the plant the commands controller_node would publish (the same topics' subset:
+        wheels and thrusters when the robot has them, the base wrench only when ideal)."""
+        self.plant.set_arm_torques(act.arm_torques, now)
+        if act.wheel_torques.size:
+            self.plant.set_wheel_torques(act.wheel_torques, now)
+        if act.thruster_forces.size:
+            self.plant.set_thruster_forces(act.thruster_forces, now)
+        if self.ideal_base:
+            self.plant.set_base_wrench_world(base_wrench6(act.base_wrench_world), now)
