@@ -6,9 +6,9 @@ frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
 :meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
 
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
-composite rigid inertias), forward dynamics as a Cholesky solve of M a = tau - b (n <= ~20),
-the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
-quaternions, SE(2), SO(2)), the RKMK4 plant step with momentum projection of
+composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
+(ABA) for the plant, the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
+quaternions, SE(2), SO(2)), the RKMK4 plant step with (O(n)) momentum projection of
 :class:`~freeflyer_control.physics.plant.Plant`, and the floating-mode computed-torque law of
 :class:`~freeflyer_control.control.computed_torque.ComputedTorque`.
 """
@@ -37,11 +37,11 @@ FREEFLYER, PLANAR, REVOLUTE, REVOLUTE_UNBOUNDED, PRISMATIC = range(5)
 
 @njit(**_JIT)
 def workspace(n, nq, nv, nb):
-    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, L, M, b, stage, qs, snb, Lb, X, H, C, acc, w)"""
+    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w)"""
     nj = nv - nb
     return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)),
-            np.empty((4, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
-            np.zeros(nv), np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.empty((9, nv)),
+            np.empty((6, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
+            np.zeros(nv), np.empty((n, 6, 6)), np.empty((n, 8)), np.empty((4, 6, 6)), np.empty((9, nv)),
             np.empty((3, nq)), np.empty((6, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
             np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))))
 
@@ -164,6 +164,18 @@ def _motion_to_child(R, p, i, m, out):
 
 
 @njit(inline="always", **_JIT)
+def _propagate(R, p, i, par, motions, own, out):
+    """out = X_i motions[par] + own: a body's motion from its parent's (none at a root)."""
+    if par >= 0:
+        _motion_to_child(R, p, i, motions[par], out)
+        for k in range(6):
+            out[k] += own[k]
+    else:
+        for k in range(6):
+            out[k] = own[k]
+
+
+@njit(inline="always", **_JIT)
 def _force_add_to_parent(R, p, i, f, out):
     """out += X_i^T f: a body-i force in the parent's frame, accumulated."""
     r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
@@ -198,13 +210,39 @@ def _inertia_apply(m, h, Ib, v, out):
     out[5] = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
 
 
+@njit(inline="always", **_JIT)
+def _motion_cross(m, n, out):
+    """out = m x n, the cross product of two motions [linear; angular]."""
+    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
+    j0, j1, j2, j3, j4, j5 = n[0], n[1], n[2], n[3], n[4], n[5]
+    out[0] = wy * j2 - wz * j1 + vy * j5 - vz * j4
+    out[1] = wz * j0 - wx * j2 + vz * j3 - vx * j5
+    out[2] = wx * j1 - wy * j0 + vx * j4 - vy * j3
+    out[3] = wy * j5 - wz * j4
+    out[4] = wz * j3 - wx * j5
+    out[5] = wx * j4 - wy * j3
+
+
+@njit(inline="always", **_JIT)
+def _force_cross(m, f, out):
+    """out = m x* f, the cross product of a motion and a force [linear; angular]."""
+    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
+    g0, g1, g2, g3, g4, g5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    out[0] = wy * g2 - wz * g1
+    out[1] = wz * g0 - wx * g2
+    out[2] = wx * g1 - wy * g0
+    out[3] = wy * g5 - wz * g4 + vy * g2 - vz * g1
+    out[4] = wz * g3 - wx * g5 + vz * g0 - vx * g2
+    out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
+
+
 @njit(**_JIT)
 def rnea(km, R, p, v, a, tau, ws):
     """tau = M(q) a + b(q, v) (zero gravity) for the placements R, p of configuration q."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
     n = jint.shape[0]
     V, A, F = ws[2], ws[3], ws[4]
-    vJ, aJ = ws[5][0], ws[5][1]
+    vJ, aJ, c, g = ws[5][0], ws[5][1], ws[5][2], ws[5][3]
     for i in range(n):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_velocity(kind, iv, axis[i], v, vJ)
@@ -220,41 +258,52 @@ def rnea(km, R, p, v, a, tau, ws):
             for k in range(6):
                 Vi[k] = vJ[k]
                 Ai[k] = aJ[k]
-        # a += v x vJ
-        vx, vy, vz, wx, wy, wz = Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5]
-        j0, j1, j2, j3, j4, j5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
-        a0 = Ai[0] + (wy * j2 - wz * j1 + vy * j5 - vz * j4)
-        a1 = Ai[1] + (wz * j0 - wx * j2 + vz * j3 - vx * j5)
-        a2 = Ai[2] + (wx * j1 - wy * j0 + vx * j4 - vy * j3)
-        a3 = Ai[3] + (wy * j5 - wz * j4)
-        a4 = Ai[4] + (wz * j3 - wx * j5)
-        a5 = Ai[5] + (wx * j4 - wy * j3)
-        Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = a0, a1, a2, a3, a4, a5
+        _motion_cross(Vi, vJ, c)
+        for k in range(6):
+            Ai[k] += c[k]
         # f = I a + v x* (I v)
-        m = mass[i]
-        h0, h1, h2 = hh[i, 0], hh[i, 1], hh[i, 2]
-        Ib = Ibar[i]
-        i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
-        i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
-        i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
-        g0 = m * vx - (h1 * wz - h2 * wy)
-        g1 = m * vy - (h2 * wx - h0 * wz)
-        g2 = m * vz - (h0 * wy - h1 * wx)
-        g3 = (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy)
-        g4 = (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz)
-        g5 = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
         Fi = F[i]
-        Fi[0] = (m * a0 - (h1 * a5 - h2 * a4)) + (wy * g2 - wz * g1)
-        Fi[1] = (m * a1 - (h2 * a3 - h0 * a5)) + (wz * g0 - wx * g2)
-        Fi[2] = (m * a2 - (h0 * a4 - h1 * a3)) + (wx * g1 - wy * g0)
-        Fi[3] = ((i00 * a3 + i01 * a4 + i02 * a5) + (h1 * a2 - h2 * a1)) + (wy * g5 - wz * g4 + vy * g2 - vz * g1)
-        Fi[4] = ((i10 * a3 + i11 * a4 + i12 * a5) + (h2 * a0 - h0 * a2)) + (wz * g3 - wx * g5 + vz * g0 - vx * g2)
-        Fi[5] = ((i20 * a3 + i21 * a4 + i22 * a5) + (h0 * a1 - h1 * a0)) + (wx * g4 - wy * g3 + vx * g1 - vy * g0)
+        _inertia_apply(mass[i], hh[i], Ibar[i], Vi, g)
+        _force_cross(Vi, g, Fi)
+        _inertia_apply(mass[i], hh[i], Ibar[i], Ai, c)
+        for k in range(6):
+            Fi[k] = c[k] + Fi[k]
     for i in range(n - 1, -1, -1):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_force(kind, iv, axis[i], F[i], tau)
         if par >= 0:
             _force_add_to_parent(R, p, i, F[i], F[par])
+
+
+@njit(inline="always", **_JIT)
+def _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T):
+    """(cm, ch, cI)[par] += body i's rigid inertia (cm, ch, cI)[i] in the parent's frame."""
+    # rotate, then shift the origin by p
+    m = cm[i]
+    hx = R[i, 0, 0] * ch[i, 0] + R[i, 0, 1] * ch[i, 1] + R[i, 0, 2] * ch[i, 2]
+    hy = R[i, 1, 0] * ch[i, 0] + R[i, 1, 1] * ch[i, 1] + R[i, 1, 2] * ch[i, 2]
+    hz = R[i, 2, 0] * ch[i, 0] + R[i, 2, 1] * ch[i, 1] + R[i, 2, 2] * ch[i, 2]
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    # B = R Ib R^T
+    for a in range(3):
+        for b in range(3):
+            T[a, b] = R[i, a, 0] * cI[i, 0, b] + R[i, a, 1] * cI[i, 1, b] + R[i, a, 2] * cI[i, 2, b]
+    # - (p^ h^ + h^ p^) - m p^ p^, with u^ w^ = w u^T - (u.w) 1
+    ph = px * hx + py * hy + pz * hz
+    pp = px * px + py * py + pz * pz
+    P = (px, py, pz)
+    H = (hx, hy, hz)
+    for a in range(3):
+        for b in range(3):
+            val = T[a, 0] * R[i, b, 0] + T[a, 1] * R[i, b, 1] + T[a, 2] * R[i, b, 2]
+            val -= H[a] * P[b] + P[a] * H[b] + m * P[a] * P[b]
+            if a == b:
+                val += 2.0 * ph + m * pp
+            cI[par, a, b] += val
+    cm[par] += m
+    ch[par, 0] += hx + m * px
+    ch[par, 1] += hy + m * py
+    ch[par, 2] += hz + m * pz
 
 
 @njit(**_JIT)
@@ -306,32 +355,7 @@ def crba(km, R, p, M, ws):
                     F[e] = G[e]
                 j = pj
         if par >= 0:
-            # composite inertia of i to the parent's frame: rotate, then shift the origin by p
-            m = cm[i]
-            hx = R[i, 0, 0] * ch[i, 0] + R[i, 0, 1] * ch[i, 1] + R[i, 0, 2] * ch[i, 2]
-            hy = R[i, 1, 0] * ch[i, 0] + R[i, 1, 1] * ch[i, 1] + R[i, 1, 2] * ch[i, 2]
-            hz = R[i, 2, 0] * ch[i, 0] + R[i, 2, 1] * ch[i, 1] + R[i, 2, 2] * ch[i, 2]
-            px, py, pz = p[i, 0], p[i, 1], p[i, 2]
-            # B = R Ib R^T
-            for a in range(3):
-                for b in range(3):
-                    T[a, b] = R[i, a, 0] * cI[i, 0, b] + R[i, a, 1] * cI[i, 1, b] + R[i, a, 2] * cI[i, 2, b]
-            # - (p^ h^ + h^ p^) - m p^ p^, with u^ w^ = w u^T - (u.w) 1
-            ph = px * hx + py * hy + pz * hz
-            pp = px * px + py * py + pz * pz
-            P = (px, py, pz)
-            H = (hx, hy, hz)
-            for a in range(3):
-                for b in range(3):
-                    val = T[a, 0] * R[i, b, 0] + T[a, 1] * R[i, b, 1] + T[a, 2] * R[i, b, 2]
-                    val -= H[a] * P[b] + P[a] * H[b] + m * P[a] * P[b]
-                    if a == b:
-                        val += 2.0 * ph + m * pp
-                    cI[par, a, b] += val
-            cm[par] += m
-            ch[par, 0] += hx + m * px
-            ch[par, 1] += hy + m * py
-            ch[par, 2] += hz + m * pz
+            _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T)
     nv = M.shape[0]
     for r in range(nv):
         for c in range(r + 1, nv):
@@ -387,19 +411,255 @@ def mass_and_bias(km, q, v, M, b, ws):
 
 
 @njit(**_JIT)
-def forward_dynamics(km, q, v, tau, M, b, a, ws):
-    """a = accelerations with M a + b = tau; leaves M(q), b(q, v) and the factor in ws[11]."""
-    mass_and_bias(km, q, v, M, b, ws)
-    _solve_with(M, b, tau, a, ws[11])
+def forward_dynamics(km, q, v, tau, a, ws):
+    """a (nv,) = M(q)^-1 (tau - b(q, v)): accelerations under generalized forces tau (Pinocchio's
+    velocity coordinates and units, zero gravity), by the articulated-body algorithm."""
+    R, p = ws[0], ws[1]
+    forward_kinematics(km, q, R, p)
+    aba(km, R, p, v, tau, a, ws)
+
+
+# ---------------------------------------------------------------------------------------------
+# Articulated-body algorithm (Featherstone, Rigid Body Dynamics Algorithms, 7.3; Pinocchio's
+# ``aba``): O(n), against CRBA + RNEA + a dense Cholesky. Only the base joint, always the root
+# (kernel_model checks), has more than one DOF; its articulated inertia is solved, not propagated.
+
+
+@njit(inline="always", **_JIT)
+def _rigid_matrix(m, h, Ib, out):
+    """out (6, 6) = the rigid inertia (mass m, first moment h, Ib about the origin) on
+    [linear; angular] motions: [[m 1, -h^], [h^, Ib]]."""
+    h0, h1, h2 = h[0], h[1], h[2]
+    for a in range(3):
+        for b in range(3):
+            out[a, b] = m if a == b else 0.0
+            out[3 + a, 3 + b] = Ib[a, b]
+    out[0, 3], out[0, 4], out[0, 5] = 0.0, h2, -h1
+    out[1, 3], out[1, 4], out[1, 5] = -h2, 0.0, h0
+    out[2, 3], out[2, 4], out[2, 5] = h1, -h0, 0.0
+    for a in range(3):
+        for b in range(3):
+            out[3 + a, b] = out[b, 3 + a]
+
+
+@njit(inline="always", **_JIT)
+def _subspace(kind, ax, s):
+    """s (6,) = the motion subspace of a 1-DOF joint (unit rate, joint frame)."""
+    for k in range(6):
+        s[k] = 0.0
+    off = 0 if kind == PRISMATIC else 3
+    s[off], s[off + 1], s[off + 2] = ax[0], ax[1], ax[2]
+
+
+@njit(inline="always", **_JIT)
+def _rotate_block(R, i, X, a, b, out):
+    """out[a:a+3, b:b+3] = R_i X[a:a+3, b:b+3] R_i^T (operands in locals: no reloads)."""
+    r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+    r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+    r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+    x00, x01, x02 = X[a, b], X[a, b + 1], X[a, b + 2]
+    x10, x11, x12 = X[a + 1, b], X[a + 1, b + 1], X[a + 1, b + 2]
+    x20, x21, x22 = X[a + 2, b], X[a + 2, b + 1], X[a + 2, b + 2]
+    # T = X R^T
+    t00 = x00 * r00 + x01 * r01 + x02 * r02
+    t01 = x00 * r10 + x01 * r11 + x02 * r12
+    t02 = x00 * r20 + x01 * r21 + x02 * r22
+    t10 = x10 * r00 + x11 * r01 + x12 * r02
+    t11 = x10 * r10 + x11 * r11 + x12 * r12
+    t12 = x10 * r20 + x11 * r21 + x12 * r22
+    t20 = x20 * r00 + x21 * r01 + x22 * r02
+    t21 = x20 * r10 + x21 * r11 + x22 * r12
+    t22 = x20 * r20 + x21 * r21 + x22 * r22
+    # R T
+    out[a, b] = r00 * t00 + r01 * t10 + r02 * t20
+    out[a, b + 1] = r00 * t01 + r01 * t11 + r02 * t21
+    out[a, b + 2] = r00 * t02 + r01 * t12 + r02 * t22
+    out[a + 1, b] = r10 * t00 + r11 * t10 + r12 * t20
+    out[a + 1, b + 1] = r10 * t01 + r11 * t11 + r12 * t21
+    out[a + 1, b + 2] = r10 * t02 + r11 * t12 + r12 * t22
+    out[a + 2, b] = r20 * t00 + r21 * t10 + r22 * t20
+    out[a + 2, b + 1] = r20 * t01 + r21 * t11 + r22 * t21
+    out[a + 2, b + 2] = r20 * t02 + r21 * t12 + r22 * t22
+
+
+@njit(inline="always", **_JIT)
+def _articulated_add_to_parent(R, p, i, Ia, Ip, W):
+    """Ip += X_i^T Ia X_i: a symmetric 6x6 inertia of body i in the parent's frame, accumulated
+    (W: (6, 6) scratch; Ia is overwritten).
+
+    With blocks [[A, B], [B^T, C]] rotated to the parent's axes (A' = R A R^T, ...), the shift of
+    the origin by p gives [[A', B' - A' p^], [., C' + G + G^T - p^ A' p^]] with G = p^ B'.
+    """
+    _rotate_block(R, i, Ia, 0, 0, W)
+    _rotate_block(R, i, Ia, 0, 3, W)
+    _rotate_block(R, i, Ia, 3, 3, W)
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    for c in range(3):  # Ia[0:3, c] = K[:, c] = (p^ A')[:, c], Ia[3:6, c] = G[:, c] = (p^ B')[:, c]
+        for b in range(0, 6, 3):
+            x, y, z = W[0, b + c], W[1, b + c], W[2, b + c]
+            Ia[b, c], Ia[b + 1, c], Ia[b + 2, c] = py * z - pz * y, pz * x - px * z, px * y - py * x
+    # A' p^ = -K^T (A' symmetric), p^ A' p^ = -p^ K^T, -B'^T p^ = G^T
+    for r in range(3):
+        for c in range(3):
+            bb = W[r, 3 + c] + Ia[c, r]
+            Ip[r, c] += W[r, c]
+            Ip[r, 3 + c] += bb
+            Ip[3 + c, r] += bb
+    for r in range(3):
+        # (p^ A' p^)[:, r] = p^ (A' p^)[:, r] = -p^ (p^ A')[r, :]^T
+        ux, uy, uz = Ia[r, 0], Ia[r, 1], Ia[r, 2]
+        pap = (-(py * uz - pz * uy), -(pz * ux - px * uz), -(px * uy - py * ux))
+        for c in range(3):
+            Ip[3 + c, 3 + r] += W[3 + c, 3 + r] + Ia[3 + c, r] + Ia[3 + r, c] - pap[c]
 
 
 @njit(**_JIT)
-def _solve_with(M, b, tau, a, L):
-    if not cholesky(M, L):
-        raise np.linalg.LinAlgError("mass matrix not positive definite")
-    for k in range(a.shape[0]):
-        a[k] = tau[k] - b[k]
-    cholesky_solve(L, a)
+def aba(km, R, p, v, tau, a, ws):
+    """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) for the placements R, p of configuration q,
+    by the articulated-body algorithm (Pinocchio's ``aba``, the same three passes)."""
+    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
+    n = jint.shape[0]
+    V, A, F, Ia, Ud = ws[2], ws[3], ws[4], ws[11], ws[12]
+    vJ, g, s, pa, W = ws[5][0], ws[5][1], ws[5][2], ws[5][3], ws[13][3]
+    # 1: velocities, velocity-product accelerations c = V x vJ (in A), rigid inertias, bias
+    # forces pA = V x* (I V) (in F)
+    for i in range(n):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        _joint_velocity(kind, iv, axis[i], v, vJ)
+        Vi = V[i]
+        _propagate(R, p, i, par, V, vJ, Vi)
+        _motion_cross(Vi, vJ, A[i])
+        _rigid_matrix(mass[i], hh[i], Ibar[i], Ia[i])
+        _inertia_apply(mass[i], hh[i], Ibar[i], Vi, g)
+        _force_cross(Vi, g, F[i])
+    # 2: articulated inertias and bias forces, leaves to root; per 1-DOF joint
+    # Ud[i] = (U = Ia S, 1 / (S^T U), u = tau - S^T pA)
+    for i in range(n - 1, -1, -1):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        if jint[i, 4] != 1:
+            continue  # the base: solved in pass 3
+        Ii, pA, U = Ia[i], F[i], Ud[i]
+        # S is the axis in the linear (prismatic) or angular (revolute) half
+        off = 0 if kind == PRISMATIC else 3
+        ax0, ax1, ax2 = axis[i, 0], axis[i, 1], axis[i, 2]
+        for r in range(6):
+            U[r] = Ii[r, off] * ax0 + Ii[r, off + 1] * ax1 + Ii[r, off + 2] * ax2
+        d = U[off] * ax0 + U[off + 1] * ax1 + U[off + 2] * ax2
+        u = tau[iv] - (pA[off] * ax0 + pA[off + 1] * ax1 + pA[off + 2] * ax2)
+        dinv = 1.0 / d
+        U[6], U[7] = dinv, u
+        if par < 0:
+            continue
+        ud = u * dinv
+        ci = A[i]
+        for r in range(6):
+            for c in range(6):
+                Ii[r, c] -= U[r] * U[c] * dinv
+        for r in range(6):
+            x = pA[r] + U[r] * ud
+            for c in range(6):
+                x += Ii[r, c] * ci[c]
+            pa[r] = x
+        _force_add_to_parent(R, p, i, pa, F[par])
+        _articulated_add_to_parent(R, p, i, Ii, Ia[par], W)
+    # 3: accelerations, root to leaves
+    for i in range(n):
+        par, kind, iv, nvj = jint[i, 0], jint[i, 1], jint[i, 3], jint[i, 4]
+        Ai = A[i]
+        if par >= 0:
+            _motion_to_child(R, p, i, A[par], g)
+            for k in range(6):
+                Ai[k] += g[k]
+        if nvj == 1:
+            U = Ud[i]
+            x = U[7]
+            for k in range(6):
+                x -= U[k] * Ai[k]
+            x *= U[6]
+            a[iv] = x
+            _subspace(kind, axis[i], s)
+            for k in range(6):
+                Ai[k] += s[k] * x
+        else:
+            _root_acceleration(kind, iv, Ia[i], F[i], tau, Ai, a, ws[13])
+
+
+@njit(inline="always", **_JIT)
+def _base_row(kind, k):
+    """Row of a 6-vector [linear; angular] that base velocity coordinate k is (planar: vx, vy, wz)."""
+    return k if kind == FREEFLYER else (0, 1, 5)[k]
+
+
+@njit(**_JIT)
+def _base_solve(kind, I6, x, Dr):
+    """x <- (S^T I6 S)^-1 x for the base joint's motion subspace S (I6: a 6x6 inertia, SPD)."""
+    nvj = 6 if kind == FREEFLYER else 3
+    D, L = Dr[0, :nvj, :nvj], Dr[1, :nvj, :nvj]
+    for k in range(nvj):
+        for m in range(nvj):
+            D[k, m] = I6[_base_row(kind, k), _base_row(kind, m)]
+    if not cholesky(D, L):
+        raise np.linalg.LinAlgError("base inertia not positive definite")
+    cholesky_solve(L, x[:nvj])
+
+
+@njit(inline="always", **_JIT)
+def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
+    """The base joint's rates: S^T Ia S qdd = tau - S^T (pA + Ia c), then Ai += S qdd."""
+    nvj = 6 if kind == FREEFLYER else 3
+    x = Dr[2, 0]
+    for k in range(nvj):
+        r = _base_row(kind, k)
+        f = pA[r]
+        for c in range(6):
+            f += Ia[r, c] * Ai[c]
+        x[k] = tau[iv + k] - f
+    _base_solve(kind, Ia, x, Dr)
+    for k in range(nvj):
+        a[iv + k] = x[k]
+        Ai[_base_row(kind, k)] += x[k]
+
+
+@njit(**_JIT)
+def project_base_velocity(km, q, mom, v, ws):
+    """v[:nb] <- the base velocity (base_link axes: m/s, rad/s) at which the total momentum about
+    the world origin is ``mom`` (world axes: kg m/s, kg m^2/s; planar: Px, Py, Lz), with the
+    joint rates v[nb:] at configuration q: M_bb^-1 (h_b(q) - M_bj v_j), Plant's projection.
+
+    O(n): M_bj v_j is the base's share of the momenta of the bodies moved by the joints alone,
+    M_bb the composite inertia of the whole robot at the base, against a whole CRBA.
+    """
+    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
+    n = jint.shape[0]
+    R, p, V, F, cm, ch, cI, T = ws[0], ws[1], ws[2], ws[4], ws[6], ws[7], ws[8], ws[9]
+    vJ, I6 = ws[5][0], ws[13][3]
+    forward_kinematics(km, q, R, p)
+    cm[:] = mass
+    ch[:, :] = hh
+    cI[:, :, :] = Ibar
+    for i in range(n):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        _joint_velocity(kind, iv, axis[i], v, vJ)
+        if jint[i, 4] != 1:  # the base, at rest
+            for k in range(6):
+                vJ[k] = 0.0
+        _propagate(R, p, i, par, V, vJ, V[i])
+        _inertia_apply(mass[i], hh[i], Ibar[i], V[i], F[i])
+    for i in range(n - 1, 0, -1):
+        par = jint[i, 0]
+        if par >= 0:
+            _force_add_to_parent(R, p, i, F[i], F[par])
+            _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T)
+    kind = jint[0, 1]
+    nb = 6 if kind == FREEFLYER else 3
+    x = ws[13][2, 0]
+    momentum_base_rows(kind == PLANAR, q, mom, T, x)
+    for k in range(nb):
+        x[k] -= F[0, _base_row(kind, k)]
+    _rigid_matrix(cm[0], ch[0], cI[0], I6)
+    _base_solve(kind, I6, x, ws[13])
+    for k in range(nb):
+        v[k] = x[k]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,60 +837,40 @@ def momentum_base_rows(planar, q, hw, Rb, out):
 
 
 @njit(**_JIT)
-def _cholesky_nb(M, nb, Lb):
-    """Cholesky factor of the leading nb x nb block of M."""
-    for j in range(nb):
-        d = M[j, j]
-        for k in range(j):
-            d -= Lb[j, k] * Lb[j, k]
-        if not d > 0.0:
-            raise np.linalg.LinAlgError("base inertia not positive definite")
-        d = math.sqrt(d)
-        Lb[j, j] = d
-        for i in range(j + 1, nb):
-            s = M[i, j]
-            for k in range(j):
-                s -= Lb[i, k] * Lb[j, k]
-            Lb[i, j] = s / d
-        for i in range(j):
-            Lb[i, j] = 0.0
+def plant_step(km, planar, nb, q0, v0, tau, h, mom, q_new, v_new, ws):
+    """One RKMK4 step of h seconds with momentum projection: Plant.step under raw generalized
+    forces tau (nv,) held over the step (Pinocchio's velocity coordinates: base wrench in
+    base_link axes, N and N m; joint forces, N m or N), from (q0, v0) to (q_new, v_new).
 
-
-@njit(**_JIT)
-def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
-    """One RKMK4 step with momentum projection (Plant.step with raw generalized forces).
-
-    M0, b0: M(q0), b(q0, v0) (e.g. from the previous step's projection and the controller).
-    Writes q_new, v_new, M_new = M(q_new) (full), b_new = b(q_new, v_new); ``mom`` (the world
-    momentum) is updated in place when the base force is non-zero. k1v stays in ws[14][2].
+    ``mom``: the world momentum [P; L about the world origin] (world axes), updated in place
+    when the base force is non-zero. Four ABA (one per stage) and one O(n) projection;
+    k1v = a(q0, v0) stays in ws[14][2].
     """
     nv = v0.shape[0]
-    M, b = ws[12], ws[13]
     st, qs, snb = ws[14], ws[15], ws[16]
-    th, vs, k1v, k2v, k3v, k2t, k3t, k4t = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
+    th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
     q2, q3, q4 = qs[0], qs[1], qs[2]
     f, g = snb[0], snb[1]
-    _solve_with(M0, b0, tau, k1v, ws[11])
+    forward_dynamics(km, q0, v0, tau, k1v, ws)
     hh = 0.5 * h
     for k in range(nv):
         th[k] = hh * v0[k]
         vs[k] = v0[k] + hh * k1v[k]
     _dexp_inv(planar, nb, th, vs, k2t, f, g)
     integrate(km, q0, th, q2)
-    forward_dynamics(km, q2, vs, tau, M, b, k2v, ws)
+    forward_dynamics(km, q2, vs, tau, k2v, ws)
     for k in range(nv):
         th[k] = hh * k2t[k]
         vs[k] = v0[k] + hh * k2v[k]
     _dexp_inv(planar, nb, th, vs, k3t, f, g)
     integrate(km, q0, th, q3)
-    forward_dynamics(km, q3, vs, tau, M, b, k3v, ws)
+    forward_dynamics(km, q3, vs, tau, k3v, ws)
     for k in range(nv):
         th[k] = h * k3t[k]
         vs[k] = v0[k] + h * k3v[k]
     _dexp_inv(planar, nb, th, vs, k4t, f, g)
     integrate(km, q0, th, q4)
-    k4v = ws[14][8]
-    forward_dynamics(km, q4, vs, tau, M, b, k4v, ws)
+    forward_dynamics(km, q4, vs, tau, k4v, ws)
     h6 = h / 6.0
     for k in range(nv):
         th[k] = h6 * (((v0[k] + 2.0 * k2t[k]) + 2.0 * k3t[k]) + k4t[k])
@@ -641,8 +881,8 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
     for k in range(nb):
         if tau[k] != 0.0:
             any_base = True
-    Rb = ws[9]
     if any_base:
+        Rb = ws[9]
         tb = tau[:nb]
         w = snb[2]
         wsum = snb[3]
@@ -658,22 +898,7 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
         base_wrench_about_world_origin(planar, q4, tb, Rb, w)
         for k in range(nb):
             mom[k] = mom[k] + h6 * (wsum[k] + w[k])
-    R, p = ws[0], ws[1]
-    forward_kinematics(km, q_new, R, p)
-    crba(km, R, p, M_new, ws)
-    rows = snb[4]
-    momentum_base_rows(planar, q_new, mom, Rb, rows)
-    for r in range(nb):
-        s = rows[r]
-        for c in range(nb, nv):
-            s -= M_new[r, c] * v_new[c]
-        rows[r] = s
-    Lb = ws[17]
-    _cholesky_nb(M_new, nb, Lb)
-    cholesky_solve(Lb, rows)
-    for r in range(nb):
-        v_new[r] = rows[r]
-    rnea(km, R, p, v_new, ws[10], b_new, ws)
+    project_base_velocity(km, q_new, mom, v_new, ws)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -692,7 +917,8 @@ def computed_torque_floating(nb, M, b, u_arm, arm_v, wheel_v, out, ws):
     nj = nv - nb
     Lb, X, H, C, acc = ws[17], ws[18], ws[19], ws[20], ws[21]
     col = ws[16][5]
-    _cholesky_nb(M, nb, Lb)
+    if not cholesky(M[:nb, :nb], Lb):
+        raise np.linalg.LinAlgError("base inertia not positive definite")
     for c in range(nj + 1):  # X = M_bb^-1 [M_bj, b_b]
         for r in range(nb):
             col[r] = M[r, nb + c] if c < nj else b[r]
@@ -763,7 +989,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
               q, v, mom, M, b, out_arm, out_pos, out_vel, log_every, log_q, log_v):
     """Control ticks k0 .. k1-1 in lockstep with the plant (state q, v, momentum mom updated in
-    place; M, b: M(q) and b(q, v) of the plant model on entry and on exit).
+    place; M, b: M(q) and b(q, v) of the plant model on entry, and on exit when same_model).
 
     Every tick k with (k - k0) % log_every == 0, or k == n_ticks, is logged to row
     j = (k - k0) // log_every (or the next one, for a last tick off the grid): the arm torques
@@ -782,8 +1008,6 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     bc = np.empty(nv)
     qn = np.empty(nq)
     vn = np.empty(nv)
-    Mn = np.empty((nv, nv))
-    bn = np.empty(nv)
     h = dt / substeps
     row = 0
     for k in range(k0, k1):
@@ -818,9 +1042,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         for j in range(na):
             tau[arm_v[j]] = min(max(forces[arm_v[j] - nb], -effort[j]), effort[j])
         for s in range(substeps):
-            plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+            plant_step(kmP, planar, nb, q, v, tau, h, mom, qn, vn, ws)
             q[:] = qn
             v[:] = vn
-            M[:, :] = Mn
-            b[:] = bn
+        if same_model:  # the controller's terms of the next tick
+            mass_and_bias(kmP, q, v, M, b, ws)
     return row
