@@ -16,8 +16,8 @@ the order of all the functions, each sample a batch of consecutive calls; median
   saturation in front (done once per plant step, not once per right-hand side);
 * ``Plant.step`` / 4: a whole RKMK4 step (4 right-hand sides, 5 exponentials, the momentum
   projection with its mass matrix, the divergence checks), per right-hand side;
-* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed: an
-  articulated-body algorithm per stage and an O(n) momentum projection) / 4: what the same step
+* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed: ABA in
+  three stages, M and b at the new state for the projection and the next step) / 4: what the same step
   costs compiled (no saturation, no divergence checks), called from Python, and in a compiled
   loop as the compiled engine runs it; and the fixed costs of a call from Python (numba's
   dispatch of its arguments, the scratch allocation), not divided.
@@ -140,8 +140,9 @@ def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case
 
 
 def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
-    """The compiled engine's plant step (sim/fast, numba: an articulated-body algorithm per RK
-    stage and an O(n) momentum projection) called from Python, the same step in a compiled loop
+    """The compiled engine's plant step (sim/fast, numba: the first stage a Cholesky solve with
+    M(q0), b(q0, v0) given, the articulated-body algorithm in the other three, then M, b at the
+    new state for the projection and the next step) called from Python, the same step in a compiled loop
     of LOOP steps (no per-call dispatch: what the compiled engine pays per step), and the fixed
     costs of a call from Python: numba's dispatch of plant_step's arguments (a no-op kernel with
     the same signature) and the scratch allocation (once per run in the engine). [] where numba
@@ -163,33 +164,37 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
         return []
     km, m, nb, planar = km_full.arrays(), ff.model, ff.nb, km_full.planar
     ws = K.workspace(m.njoints - 1, m.nq, m.nv, nb)
-    qn, vn = np.empty(m.nq), np.empty(m.nv)
+    M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
+    qn, vn, Mn, bn = np.empty(m.nq), np.empty(m.nv), np.empty((m.nv, m.nv)), np.empty(m.nv)
     data = ff.create_data()
-    prepared = [(s.q, s.v, tau, world_momentum(ff, data, s)) for s, tau in zip(states, taus)]
+    prepared = []
+    for s, tau in zip(states, taus):
+        K.mass_and_bias(km, s.q, s.v, M, b, ws)
+        prepared.append((s.q, s.v, tau, world_momentum(ff, data, s), M.copy(), b.copy()))
     i = [0]
 
     @njit(cache=True)
-    def steps(n, km, planar, nb, q, v, tau, h, mom, qn, vn, ws):
+    def steps(n, km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
         for _ in range(n):
-            K.plant_step(km, planar, nb, q, v, tau, h, mom, qn, vn, ws)
+            K.plant_step(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws)
 
     @njit(cache=True)
-    def no_op(km, planar, nb, q, v, tau, h, mom, qn, vn, ws):
+    def no_op(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
         return None
 
     def step():
         i[0] = (i[0] + 1) % len(prepared)
-        q, v, tau, mom = prepared[i[0]]
-        K.plant_step(km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), qn, vn, ws)
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        K.plant_step(km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
 
     def step_loop():
         i[0] = (i[0] + 1) % len(prepared)
-        q, v, tau, mom = prepared[i[0]]
-        steps(LOOP, km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), qn, vn, ws)
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        steps(LOOP, km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
 
     def dispatch():
-        q, v, tau, mom = prepared[i[0]]
-        no_op(km, planar, nb, q, v, tau, PLANT_DT, mom, qn, vn, ws)
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        no_op(km, planar, nb, q, v, tau, PLANT_DT, mom, M0, b0, qn, vn, Mn, bn, ws)
 
     def allocation():
         K.workspace(m.njoints - 1, m.nq, m.nv, nb)

@@ -15,7 +15,6 @@ from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.robots import robot_names
 from freeflyer_control.physics.dynamics import mass_matrix
-from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State
 from freeflyer_control.sim.fast import kernels as K
@@ -135,21 +134,6 @@ def test_mass_matrix_bias_and_articulated_body_forward_dynamics_match_pinocchio(
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_projected_base_velocity_carries_exactly_the_given_world_momentum(name):
-    ff = load(name)
-    _, km, ws = kernel_setup(ff)
-    rng = np.random.default_rng(4)
-    for _ in range(5):
-        q, v = random_state(ff, rng)
-        target = rng.normal(size=ff.nb)
-        joints = v[ff.nb:].copy()
-        K.project_base_velocity(km, q, target, v, ws)
-        # world_momentum is Pinocchio's (its centroidal map), not the kernels'
-        assert rel(world_momentum(ff, ff.create_data(), State(q, v)), target) < ROUND_OFF
-        assert np.array_equal(v[ff.nb:], joints)
-
-
-@pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("base_force", [False, True])
 def test_plant_step_matches_python_plant(name, base_force):
     ff = load(name)
@@ -164,12 +148,16 @@ def test_plant_step_matches_python_plant(name, base_force):
         plant = Plant(ff, State(q, v), 1e-3)
         mom = plant.momentum_world.copy()
         expected = plant.step(tau=tau)
-        qn, vn = np.empty(m.nq), np.empty(m.nv)
-        K.plant_step(km, km_full.planar, ff.nb, q, v, tau, 1e-3, mom, qn, vn, ws)
+        M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
+        K.mass_and_bias(km, q, v, M, b, ws)
+        qn, vn, Mn, bn = np.empty(m.nq), np.empty(m.nv), np.empty((m.nv, m.nv)), np.empty(m.nv)
+        K.plant_step(km, km_full.planar, ff.nb, q, v, tau, 1e-3, mom, M, b, qn, vn, Mn, bn, ws)
         assert np.abs(qn - expected.q).max() < 1e-12
         assert rel(vn, expected.v) < ROUND_OFF
         assert rel(mom, plant.momentum_world) < ROUND_OFF
         assert rel(ws[14][2], plant.last_acceleration) < ROUND_OFF  # k1 = a(q0, v0)
+        assert rel(Mn, mass_matrix(ff, ff.create_data(), qn)) < ROUND_OFF
+        assert rel(bn, pin.nonLinearEffects(m, ff.create_data(), qn, vn)) < ROUND_OFF
 
 
 @pytest.mark.parametrize("name", ROBOTS)

@@ -8,7 +8,7 @@ frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
 composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
 (ABA) for the plant, the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
-quaternions, SE(2), SO(2)), the RKMK4 plant step with (O(n)) momentum projection of
+quaternions, SE(2), SO(2)), the RKMK4 plant step with momentum projection of
 :class:`~freeflyer_control.physics.plant.Plant`, and the floating-mode computed-torque law of
 :class:`~freeflyer_control.control.computed_torque.ComputedTorque`.
 """
@@ -37,13 +37,13 @@ FREEFLYER, PLANAR, REVOLUTE, REVOLUTE_UNBOUNDED, PRISMATIC = range(5)
 
 @njit(**_JIT)
 def workspace(n, nq, nv, nb):
-    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w)"""
+    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w, L)"""
     nj = nv - nb
     return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)),
             np.empty((6, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
             np.zeros(nv), np.empty((n, 6, 6)), np.empty((n, 8)), np.empty((4, 6, 6)), np.empty((9, nv)),
             np.empty((3, nq)), np.empty((6, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
-            np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))))
+            np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))), np.empty((nv, nv)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,18 +161,6 @@ def _motion_to_child(R, p, i, m, out):
     out[3] = r00 * m3 + r10 * m4 + r20 * m5
     out[4] = r01 * m3 + r11 * m4 + r21 * m5
     out[5] = r02 * m3 + r12 * m4 + r22 * m5
-
-
-@njit(inline="always", **_JIT)
-def _propagate(R, p, i, par, motions, own, out):
-    """out = X_i motions[par] + own: a body's motion from its parent's (none at a root)."""
-    if par >= 0:
-        _motion_to_child(R, p, i, motions[par], out)
-        for k in range(6):
-            out[k] += own[k]
-    else:
-        for k in range(6):
-            out[k] = own[k]
 
 
 @njit(inline="always", **_JIT)
@@ -527,7 +515,13 @@ def aba(km, R, p, v, tau, a, ws):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_velocity(kind, iv, axis[i], v, vJ)
         Vi = V[i]
-        _propagate(R, p, i, par, V, vJ, Vi)
+        if par >= 0:
+            _motion_to_child(R, p, i, V[par], Vi)
+            for k in range(6):
+                Vi[k] += vJ[k]
+        else:
+            for k in range(6):
+                Vi[k] = vJ[k]
         _motion_cross(Vi, vJ, A[i])
         _rigid_matrix(mass[i], hh[i], Ibar[i], Ia[i])
         _inertia_apply(mass[i], hh[i], Ibar[i], Vi, g)
@@ -590,19 +584,6 @@ def _base_row(kind, k):
     return k if kind == FREEFLYER else (0, 1, 5)[k]
 
 
-@njit(**_JIT)
-def _base_solve(kind, I6, x, Dr):
-    """x <- (S^T I6 S)^-1 x for the base joint's motion subspace S (I6: a 6x6 inertia, SPD)."""
-    nvj = 6 if kind == FREEFLYER else 3
-    D, L = Dr[0, :nvj, :nvj], Dr[1, :nvj, :nvj]
-    for k in range(nvj):
-        for m in range(nvj):
-            D[k, m] = I6[_base_row(kind, k), _base_row(kind, m)]
-    if not cholesky(D, L):
-        raise np.linalg.LinAlgError("base inertia not positive definite")
-    cholesky_solve(L, x[:nvj])
-
-
 @njit(inline="always", **_JIT)
 def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
     """The base joint's rates: S^T Ia S qdd = tau - S^T (pA + Ia c), then Ai += S qdd."""
@@ -614,52 +595,16 @@ def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
         for c in range(6):
             f += Ia[r, c] * Ai[c]
         x[k] = tau[iv + k] - f
-    _base_solve(kind, Ia, x, Dr)
+    D, L = Dr[0, :nvj, :nvj], Dr[1, :nvj, :nvj]
+    for k in range(nvj):
+        for m in range(nvj):
+            D[k, m] = Ia[_base_row(kind, k), _base_row(kind, m)]
+    if not cholesky(D, L):
+        raise np.linalg.LinAlgError("base articulated inertia not positive definite")
+    cholesky_solve(L, x[:nvj])
     for k in range(nvj):
         a[iv + k] = x[k]
         Ai[_base_row(kind, k)] += x[k]
-
-
-@njit(**_JIT)
-def project_base_velocity(km, q, mom, v, ws):
-    """v[:nb] <- the base velocity (base_link axes: m/s, rad/s) at which the total momentum about
-    the world origin is ``mom`` (world axes: kg m/s, kg m^2/s; planar: Px, Py, Lz), with the
-    joint rates v[nb:] at configuration q: M_bb^-1 (h_b(q) - M_bj v_j), Plant's projection.
-
-    O(n): M_bj v_j is the base's share of the momenta of the bodies moved by the joints alone,
-    M_bb the composite inertia of the whole robot at the base, against a whole CRBA.
-    """
-    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
-    n = jint.shape[0]
-    R, p, V, F, cm, ch, cI, T = ws[0], ws[1], ws[2], ws[4], ws[6], ws[7], ws[8], ws[9]
-    vJ, I6 = ws[5][0], ws[13][3]
-    forward_kinematics(km, q, R, p)
-    cm[:] = mass
-    ch[:, :] = hh
-    cI[:, :, :] = Ibar
-    for i in range(n):
-        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
-        _joint_velocity(kind, iv, axis[i], v, vJ)
-        if jint[i, 4] != 1:  # the base, at rest
-            for k in range(6):
-                vJ[k] = 0.0
-        _propagate(R, p, i, par, V, vJ, V[i])
-        _inertia_apply(mass[i], hh[i], Ibar[i], V[i], F[i])
-    for i in range(n - 1, 0, -1):
-        par = jint[i, 0]
-        if par >= 0:
-            _force_add_to_parent(R, p, i, F[i], F[par])
-            _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T)
-    kind = jint[0, 1]
-    nb = 6 if kind == FREEFLYER else 3
-    x = ws[13][2, 0]
-    momentum_base_rows(kind == PLANAR, q, mom, T, x)
-    for k in range(nb):
-        x[k] -= F[0, _base_row(kind, k)]
-    _rigid_matrix(cm[0], ch[0], cI[0], I6)
-    _base_solve(kind, I6, x, ws[13])
-    for k in range(nb):
-        v[k] = x[k]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -837,21 +782,29 @@ def momentum_base_rows(planar, q, hw, Rb, out):
 
 
 @njit(**_JIT)
-def plant_step(km, planar, nb, q0, v0, tau, h, mom, q_new, v_new, ws):
+def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
     """One RKMK4 step of h seconds with momentum projection: Plant.step under raw generalized
     forces tau (nv,) held over the step (Pinocchio's velocity coordinates: base wrench in
     base_link axes, N and N m; joint forces, N m or N), from (q0, v0) to (q_new, v_new).
 
-    ``mom``: the world momentum [P; L about the world origin] (world axes), updated in place
-    when the base force is non-zero. Four ABA (one per stage) and one O(n) projection;
-    k1v = a(q0, v0) stays in ws[14][2].
+    M0, b0: M(q0), b(q0, v0), e.g. the previous step's M_new, b_new (what the controller of a
+    lockstep loop uses too): the first stage is a Cholesky solve with them. The other three
+    stages run the articulated-body algorithm. Writes M_new = M(q_new) (full) and
+    b_new = b(q_new, v_new): the mass matrix's base rows make the momentum projection, and both
+    are the next step's M0, b0 and the next tick's controller terms. ``mom`` (the world momentum
+    [P; L about the world origin], world axes) is updated in place when the base force is
+    non-zero. k1v, k2v, k3v stay in ws[14][2], [3], [4].
     """
     nv = v0.shape[0]
     st, qs, snb = ws[14], ws[15], ws[16]
     th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
     q2, q3, q4 = qs[0], qs[1], qs[2]
     f, g = snb[0], snb[1]
-    forward_dynamics(km, q0, v0, tau, k1v, ws)
+    if not cholesky(M0, ws[23]):
+        raise np.linalg.LinAlgError("mass matrix not positive definite")
+    for k in range(nv):
+        k1v[k] = tau[k] - b0[k]
+    cholesky_solve(ws[23], k1v)
     hh = 0.5 * h
     for k in range(nv):
         th[k] = hh * v0[k]
@@ -881,8 +834,8 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, q_new, v_new, ws):
     for k in range(nb):
         if tau[k] != 0.0:
             any_base = True
+    Rb = ws[9]
     if any_base:
-        Rb = ws[9]
         tb = tau[:nb]
         w = snb[2]
         wsum = snb[3]
@@ -898,7 +851,23 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, q_new, v_new, ws):
         base_wrench_about_world_origin(planar, q4, tb, Rb, w)
         for k in range(nb):
             mom[k] = mom[k] + h6 * (wsum[k] + w[k])
-    project_base_velocity(km, q_new, mom, v_new, ws)
+    R, p = ws[0], ws[1]
+    forward_kinematics(km, q_new, R, p)
+    crba(km, R, p, M_new, ws)
+    rows = snb[4]
+    momentum_base_rows(planar, q_new, mom, Rb, rows)
+    for r in range(nb):
+        s = rows[r]
+        for c in range(nb, nv):
+            s -= M_new[r, c] * v_new[c]
+        rows[r] = s
+    Lb = ws[17]
+    if not cholesky(M_new[:nb, :nb], Lb):
+        raise np.linalg.LinAlgError("base inertia not positive definite")
+    cholesky_solve(Lb, rows)
+    for r in range(nb):
+        v_new[r] = rows[r]
+    rnea(km, R, p, v_new, ws[10], b_new, ws)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -989,7 +958,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
               q, v, mom, M, b, out_arm, out_pos, out_vel, log_every, log_q, log_v):
     """Control ticks k0 .. k1-1 in lockstep with the plant (state q, v, momentum mom updated in
-    place; M, b: M(q) and b(q, v) of the plant model on entry, and on exit when same_model).
+    place; M, b: M(q) and b(q, v) of the plant model on entry and on exit).
 
     Every tick k with (k - k0) % log_every == 0, or k == n_ticks, is logged to row
     j = (k - k0) // log_every (or the next one, for a last tick off the grid): the arm torques
@@ -1008,6 +977,8 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     bc = np.empty(nv)
     qn = np.empty(nq)
     vn = np.empty(nv)
+    Mn = np.empty((nv, nv))
+    bn = np.empty(nv)
     h = dt / substeps
     row = 0
     for k in range(k0, k1):
@@ -1042,9 +1013,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         for j in range(na):
             tau[arm_v[j]] = min(max(forces[arm_v[j] - nb], -effort[j]), effort[j])
         for s in range(substeps):
-            plant_step(kmP, planar, nb, q, v, tau, h, mom, qn, vn, ws)
+            plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
             q[:] = qn
             v[:] = vn
-        if same_model:  # the controller's terms of the next tick
-            mass_and_bias(kmP, q, v, M, b, ws)
+            M[:, :] = Mn
+            b[:] = bn
     return row
