@@ -23,6 +23,10 @@ from numba import njit
 from freeflyer_control.control.maneuvers import wilde_profile
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+# For the kernels that allocate nothing: without numba's runtime (NRT), the array views their
+# loops take (V[i], Ia[par], ...) are not reference-counted, an atomic increment and decrement
+# each that made up a third of the articulated-body algorithm's time.
+_NO_NRT = dict(_JIT, _nrt=False)
 
 EPS = float(np.finfo(float).eps)
 TS_PREC = EPS ** 0.25  # Pinocchio's TaylorSeriesExpansion<double>::precision<3>()
@@ -50,43 +54,36 @@ def workspace(n, nq, nv, nb):
 # Kinematics
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def forward_kinematics(km, q, R, p):
     """R[i], p[i]: placement of body i in its parent's frame at configuration q."""
     jint, PR, Pp, axis = km[0], km[1], km[2], km[3]
     n = jint.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
     for i in range(n):
         kind, iq = jint[i, 1], jint[i, 2]
-        pj[0] = pj[1] = pj[2] = 0.0
+        # the joint's own placement (j00 .. j22, t0 .. t2), in locals: no scratch array
+        t0 = t1 = t2 = 0.0
         if kind == FREEFLYER:
             x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
             tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
             twx, twy, twz = tx * w, ty * w, tz * w
             txx, txy, txz = tx * x, ty * x, tz * x
             tyy, tyz, tzz = ty * y, tz * y, tz * z
-            Rj[0, 0] = 1.0 - (tyy + tzz)
-            Rj[0, 1] = txy - twz
-            Rj[0, 2] = txz + twy
-            Rj[1, 0] = txy + twz
-            Rj[1, 1] = 1.0 - (txx + tzz)
-            Rj[1, 2] = tyz - twx
-            Rj[2, 0] = txz - twy
-            Rj[2, 1] = tyz + twx
-            Rj[2, 2] = 1.0 - (txx + tyy)
-            pj[0], pj[1], pj[2] = q[iq], q[iq + 1], q[iq + 2]
+            j00, j01, j02 = 1.0 - (tyy + tzz), txy - twz, txz + twy
+            j10, j11, j12 = txy + twz, 1.0 - (txx + tzz), tyz - twx
+            j20, j21, j22 = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+            t0, t1, t2 = q[iq], q[iq + 1], q[iq + 2]
         elif kind == PLANAR:
             c, s = q[iq + 2], q[iq + 3]
-            Rj[0, 0], Rj[0, 1], Rj[0, 2] = c, -s, 0.0
-            Rj[1, 0], Rj[1, 1], Rj[1, 2] = s, c, 0.0
-            Rj[2, 0], Rj[2, 1], Rj[2, 2] = 0.0, 0.0, 1.0
-            pj[0], pj[1] = q[iq], q[iq + 1]
+            j00, j01, j02 = c, -s, 0.0
+            j10, j11, j12 = s, c, 0.0
+            j20, j21, j22 = 0.0, 0.0, 1.0
+            t0, t1 = q[iq], q[iq + 1]
         elif kind == PRISMATIC:
-            for a in range(3):
-                for b in range(3):
-                    Rj[a, b] = 1.0 if a == b else 0.0
-                pj[a] = axis[i, a] * q[iq]
+            j00, j01, j02 = 1.0, 0.0, 0.0
+            j10, j11, j12 = 0.0, 1.0, 0.0
+            j20, j21, j22 = 0.0, 0.0, 1.0
+            t0, t1, t2 = axis[i, 0] * q[iq], axis[i, 1] * q[iq], axis[i, 2] * q[iq]
         else:
             if kind == REVOLUTE:
                 c, s = math.cos(q[iq]), math.sin(q[iq])
@@ -94,21 +91,21 @@ def forward_kinematics(km, q, R, p):
                 c, s = q[iq], q[iq + 1]
             ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
             t = 1.0 - c
-            Rj[0, 0] = t * ax * ax + c
-            Rj[1, 1] = t * ay * ay + c
-            Rj[2, 2] = t * az * az + c
-            Rj[0, 1] = t * ax * ay - s * az
-            Rj[1, 0] = t * ax * ay + s * az
-            Rj[0, 2] = t * ax * az + s * ay
-            Rj[2, 0] = t * ax * az - s * ay
-            Rj[1, 2] = t * ay * az - s * ax
-            Rj[2, 1] = t * ay * az + s * ax
+            j00 = t * ax * ax + c
+            j11 = t * ay * ay + c
+            j22 = t * az * az + c
+            j01 = t * ax * ay - s * az
+            j10 = t * ax * ay + s * az
+            j02 = t * ax * az + s * ay
+            j20 = t * ax * az - s * ay
+            j12 = t * ay * az - s * ax
+            j21 = t * ay * az + s * ax
         for a in range(3):
-            acc = Pp[i, a]
-            for b in range(3):
-                acc += PR[i, a, b] * pj[b]
-                R[i, a, b] = PR[i, a, 0] * Rj[0, b] + PR[i, a, 1] * Rj[1, b] + PR[i, a, 2] * Rj[2, b]
-            p[i, a] = acc
+            pa0, pa1, pa2 = PR[i, a, 0], PR[i, a, 1], PR[i, a, 2]
+            p[i, a] = Pp[i, a] + pa0 * t0 + pa1 * t1 + pa2 * t2
+            R[i, a, 0] = pa0 * j00 + pa1 * j10 + pa2 * j20
+            R[i, a, 1] = pa0 * j01 + pa1 * j11 + pa2 * j21
+            R[i, a, 2] = pa0 * j02 + pa1 * j12 + pa2 * j22
 
 
 @njit(inline="always", **_JIT)
@@ -224,7 +221,7 @@ def _force_cross(m, f, out):
     out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def rnea(km, R, p, v, a, tau, ws):
     """tau = M(q) a + b(q, v) (zero gravity) for the placements R, p of configuration q."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
@@ -294,15 +291,18 @@ def _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T):
     ch[par, 2] += hz + m * pz
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def crba(km, R, p, M, ws):
     """M (nv, nv), full symmetric, for the placements R, p (composite rigid inertias)."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
     n = jint.shape[0]
     cm, ch, cI, T = ws[6], ws[7], ws[8], ws[9]
-    cm[:] = mass
-    ch[:, :] = hh
-    cI[:, :, :] = Ibar
+    for i in range(n):  # elementwise: array-to-array assignment needs numba's runtime
+        cm[i] = mass[i]
+        for a in range(3):
+            ch[i, a] = hh[i, a]
+            for b in range(3):
+                cI[i, a, b] = Ibar[i, a, b]
     S, F, G = ws[5][0], ws[5][1], ws[5][2]
     M[:, :] = 0.0  # entries of bodies on different branches stay zero
     for i in range(n - 1, -1, -1):
@@ -351,7 +351,7 @@ def crba(km, R, p, M, ws):
             M[c, r] = M[r, c]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def cholesky(A, L):
     """L lower with L L^T = A (A SPD; only its lower triangle is read). False if not PD."""
     n = A.shape[0]
@@ -373,7 +373,7 @@ def cholesky(A, L):
     return True
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def cholesky_solve(L, x):
     """Solve L L^T x = rhs in place (x holds rhs on entry)."""
     n = L.shape[0]
@@ -389,7 +389,7 @@ def cholesky_solve(L, x):
         x[i] = s / L[i, i]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def mass_and_bias(km, q, v, M, b, ws):
     """M(q) and b(q, v) (nonlinear effects)."""
     R, p = ws[0], ws[1]
@@ -398,7 +398,7 @@ def mass_and_bias(km, q, v, M, b, ws):
     rnea(km, R, p, v, ws[10], b, ws)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def forward_dynamics(km, q, v, tau, a, ws):
     """a (nv,) = M(q)^-1 (tau - b(q, v)): accelerations under generalized forces tau (Pinocchio's
     velocity coordinates and units, zero gravity), by the articulated-body algorithm."""
@@ -501,7 +501,7 @@ def _articulated_add_to_parent(R, p, i, Ia, Ip, W):
             Ip[3 + c, 3 + r] += W[3 + c, 3 + r] + Ia[3 + c, r] + Ia[3 + r, c] - pap[c]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def aba(km, R, p, v, tau, a, ws):
     """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) for the placements R, p of configuration q,
     by the articulated-body algorithm (Pinocchio's ``aba``, the same three passes)."""
@@ -611,7 +611,7 @@ def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
 # Configuration exponential (pin.integrate)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def integrate(km, q, dq, out):
     """out = q (+) dq, joint by joint, with Pinocchio 4's formulas."""
     jint = km[0]
@@ -722,7 +722,7 @@ def _bracket(planar, xi, eta, out):
         out[5] = w1x * w2y - w1y * w2x
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def base_rotation(planar, q, Rb):
     """Rb = world <- base_link rotation (3x3) of configuration q."""
     if planar:
@@ -741,7 +741,7 @@ def base_rotation(planar, q, Rb):
     Rb[2, 0], Rb[2, 1], Rb[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def base_wrench_about_world_origin(planar, q, tau_b, Rb, out):
     """out = physics.momentum.base_wrench_about_world_origin(q, tau_b)."""
     base_rotation(planar, q, Rb)
@@ -761,7 +761,7 @@ def base_wrench_about_world_origin(planar, q, tau_b, Rb, out):
     out[5] += rx * out[1] - ry * out[0]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def momentum_base_rows(planar, q, hw, Rb, out):
     """out = physics.momentum.world_momentum_to_base_rows(q, hw)."""
     base_rotation(planar, q, Rb)
@@ -781,7 +781,7 @@ def momentum_base_rows(planar, q, hw, Rb, out):
         out[3 + a] = Rb[0, a] * Lx + Rb[1, a] * Ly + Rb[2, a] * Lz
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
     """One RKMK4 step of h seconds with momentum projection: Plant.step under raw generalized
     forces tau (nv,) held over the step (Pinocchio's velocity coordinates: base wrench in
