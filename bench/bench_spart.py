@@ -173,12 +173,12 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
         prepared.append((s.q, s.v, tau, world_momentum(ff, data, s), M.copy(), b.copy()))
     i = [0]
 
-    @njit(cache=True)
+    @njit  # not cached: numba would not see a change of the kernels it calls
     def steps(n, km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
         for _ in range(n):
             K.plant_step(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws)
 
-    @njit(cache=True)
+    @njit  # not cached: numba would not see a change of the kernels it calls
     def no_op(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
         return None
 

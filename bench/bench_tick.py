@@ -8,8 +8,9 @@ Wilde maneuver; spatial_6link at 1 kHz by default), measured in one process:
    kernels are compiled or loaded from numba's cache) per tick, and the real-time factor on it
    (what an idle machine's wall clock would give) and on the wall clock (also the time other
    processes ran, on a busy machine);
-2. interleaved (bench_core's method: rotating order, medians of batches), per tick, on random
-   states of the robot, each in a compiled loop of ``--chunk`` ticks as the engine runs them:
+2. interleaved (bench_core's method: rotating order, medians of batches), per tick, each in a
+   compiled loop of ``--chunk`` ticks as the engine runs them (each batch from the next of a set
+   of random states, the plant stepping on from it under small held torques):
 
    * the plant step(s): ``plant_step`` x plant_substeps (a Cholesky solve with the given M, b,
      the articulated-body algorithm in the other three RK stages, then CRBA + RNEA at the new
@@ -38,6 +39,8 @@ import bench_core  # noqa: E402  (also puts the working tree first on sys.path)
 import numpy as np  # noqa: E402
 
 from freeflyer_control.model import load_robot  # noqa: E402
+from freeflyer_control.physics.momentum import world_momentum  # noqa: E402
+from freeflyer_control.physics.state import State  # noqa: E402
 from freeflyer_control.sim import fast  # noqa: E402
 from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
 
@@ -59,36 +62,49 @@ def kernel_cases(robot: str, rate: float, substeps: int, chunk: int) -> list[ben
     V = np.ascontiguousarray([s.v for s in states])
     ws = K.workspace(m.njoints - 1, m.nq, m.nv, nb)
     tau = np.zeros(m.nv)
-    tau[kmm.arm_v] = rng.uniform(-0.5, 0.5, kmm.arm_v.size) * kmm.effort
+    tau[kmm.arm_v] = rng.uniform(-0.05, 0.05, kmm.arm_v.size) * kmm.effort  # gentle: no divergence
     u = rng.normal(size=kmm.arm_v.size)
     mom, qn, vn = np.zeros(nb), np.empty(m.nq), np.empty(m.nv)
     M, b, out = np.empty((m.nv, m.nv)), np.empty(m.nv), np.empty(m.nv - nb)
     h = 1.0 / rate / substeps
 
     Mn, bn = np.empty((m.nv, m.nv)), np.empty(m.nv)
-    K.mass_and_bias(km, Q[0], V[0], M, b, ws)
+    q, v = Q[0].copy(), V[0].copy()
 
-    @njit(cache=True)
-    def plant(n, substeps, km, planar, nb, Q, V, tau, h, mom, M, b, qn, vn, Mn, bn, ws):
-        for k in range(n):
-            i = k % Q.shape[0]
+    @njit  # not cached: numba would not see a change of the kernels it calls
+    def plant(n, substeps, km, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws):
+        for _ in range(n):  # the engine's loop: each step from the last one's state and M, b
             for _ in range(substeps):
-                K.plant_step(km, planar, nb, Q[i], V[i], tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+                K.plant_step(km, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+                q[:] = qn
+                v[:] = vn
+                M[:, :] = Mn
+                b[:] = bn
 
-    @njit(cache=True)
+    @njit  # not cached: numba would not see a change of the kernels it calls
     def controller(n, nb, M, b, u, arm_v, wheel_v, out, ws):
         for _ in range(n):
             K.computed_torque_floating(nb, M, b, u, arm_v, wheel_v, out, ws)
 
+    start = [0]
+
+    def restart():  # each batch from the next random state, its M, b and momentum
+        start[0] = (start[0] + 1) % N_STATES
+        q[:], v[:] = Q[start[0]], V[start[0]]
+        K.mass_and_bias(km, q, v, M, b, ws)
+        mom[:] = world_momentum(ff, data, State(q, v))
+
     def plant_ticks():
-        plant(chunk, substeps, km, kmm.planar, nb, Q, V, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+        plant(chunk, substeps, km, kmm.planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
 
     def controller_ticks():
         controller(chunk, nb, M, b, u, kmm.arm_v, kmm.wheel_v, out, ws)
 
+    data = ff.create_data()
+    restart()
     plant_ticks()
-    controller_ticks()  # compiled (or loaded from numba's cache) before the warm-up
-    return [bench_core.Case(robot, f"plant step x {substeps} (per tick)", plant_ticks),
+    controller_ticks()  # compiled before the warm-up
+    return [bench_core.Case(robot, f"plant step x {substeps} (per tick)", plant_ticks, restart),
             bench_core.Case(robot, "controller kernel: computed torque on the step's M, b (per tick)", controller_ticks)]
 
 
