@@ -5,7 +5,7 @@ The case the compiled engine covers (``freeflyer sim`` in floating mode, compute
 Wilde maneuver; spatial_6link at 1 kHz by default), measured in one process:
 
 1. the CPU time of ``run_simulation(config, fast=True)`` over ``--sim-seconds`` (after the
-   kernels are compiled or loaded from numba's cache) per tick, and the real-time factor on it
+   kernels are compiled or loaded from numba's cache; the run's set-up included) per tick, and the real-time factor on it
    (what an idle machine's wall clock would give) and on the wall clock (also the time other
    processes ran, on a busy machine);
 2. interleaved (bench_core's method: rotating order, medians of batches), per tick, each in a
@@ -143,14 +143,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.repeats} repeats x {args.batch} calls, interleaved",
     ]
     lines = ["| per control tick | median µs | share of the tick |", "|---|---:|---:|",
-             f"| whole tick: `freeflyer sim` CPU time / ticks ({args.sim_seconds:g} s simulated; real-time "
-             f"factor {1e6 / (tick_us * args.rate):.1f} on CPU time, {rtf:.1f} on the wall clock) | "
+             f"| whole tick: `freeflyer sim` CPU time, set-up included / ticks ({args.sim_seconds:g} s simulated; "
+             f"real-time factor {1e6 / (tick_us * args.rate):.1f} on CPU time, {rtf:.1f} on the loop's wall clock) | "
              f"{tick_us:.2f} | 100 % |"]
     rest = tick_us
     for name, us in per_tick.items():
         lines.append(f"| {name} | {us:.2f} | {100 * us / tick_us:.0f} % |")
         rest -= us
-    lines.append(f"| the rest: reference, PD, logging, the Recorder's series | {rest:.2f} | "
+    lines.append(f"| the rest: reference, PD, logging, the Recorder's series, the run's set-up | {rest:.2f} | "
                  f"{100 * rest / tick_us:.0f} % |")
     bench_core.emit(facts, "\n".join(lines), None)
     return 0
