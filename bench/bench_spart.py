@@ -16,8 +16,11 @@ the order of all the functions, each sample a batch of consecutive calls; median
   saturation in front (done once per plant step, not once per right-hand side);
 * ``Plant.step`` / 4: a whole RKMK4 step (4 right-hand sides, 5 exponentials, the momentum
   projection with its mass matrix, the divergence checks), per right-hand side;
-* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed) / 4: what
-  the same step costs compiled, called from Python (no saturation, no divergence checks).
+* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed: ABA in
+  three stages, M and b at the new state for the projection and the next step) / 4: what the same step
+  costs compiled (no saturation, no divergence checks), called from Python, and in a compiled
+  loop as the compiled engine runs it; and the fixed costs of a call from Python (numba's
+  dispatch of its arguments, the scratch allocation), not divided.
 
 The last column divides SPARTpy's median by each row's. SPARTpy is an optional benchmark peer
 (``pip install -e '.[bench]'``), never a dependency: without it the URDF cannot be found either,
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 from importlib import metadata
 import sys
 import time
@@ -55,6 +59,7 @@ PEER = "SPARTpy space_robot_ode"
 URDF = "floating_7dof_manipulator.urdf"
 N_STATES = 16
 PLANT_DT = 1e-3  # s; a step costs the same whatever dt is
+LOOP = 4  # plant steps per call of the compiled loop row (short: a long batch absorbs preemption)
 
 
 def spart_urdf():
@@ -135,13 +140,20 @@ def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case
 
 
 def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
-    """The compiled engine's plant step (sim/fast, numba) called from Python, for the record of
-    what a compiled step costs; [] where numba is missing or the kernels do not cover the robot.
-    The same step as Plant.step without the saturation and the divergence checks."""
+    """The compiled engine's plant step (sim/fast, numba: the first stage a Cholesky solve with
+    M(q0), b(q0, v0) given, the articulated-body algorithm in the other three, then M, b at the
+    new state for the projection and the next step) called from Python, the same step in a compiled loop
+    of LOOP steps (no per-call dispatch: what the compiled engine pays per step), and the fixed
+    costs of a call from Python: numba's dispatch of plant_step's arguments (a no-op kernel with
+    the same signature) and the scratch allocation (once per run in the engine). [] where numba
+    is missing or the kernels do not cover the robot. The same step as Plant.step without the
+    saturation and the divergence checks."""
     from freeflyer_control.sim import fast
 
     if not fast.available():
         return []
+    from numba import njit
+
     from freeflyer_control.physics.momentum import world_momentum
     from freeflyer_control.sim.fast import kernels as K
     from freeflyer_control.sim.fast.model import NotCovered, kernel_model
@@ -150,7 +162,7 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
         km_full = kernel_model(ff)
     except NotCovered:
         return []
-    km, m, nb = km_full.arrays(), ff.model, ff.nb
+    km, m, nb, planar = km_full.arrays(), ff.model, ff.nb, km_full.planar
     ws = K.workspace(m.njoints - 1, m.nq, m.nv, nb)
     M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
     qn, vn, Mn, bn = np.empty(m.nq), np.empty(m.nv), np.empty((m.nv, m.nv)), np.empty(m.nv)
@@ -161,13 +173,38 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
         prepared.append((s.q, s.v, tau, world_momentum(ff, data, s), M.copy(), b.copy()))
     i = [0]
 
+    @njit  # not cached: numba would not see a change of the kernels it calls
+    def steps(n, km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
+        for _ in range(n):
+            K.plant_step(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws)
+
+    @njit  # not cached: numba would not see a change of the kernels it calls
+    def no_op(km, planar, nb, q, v, tau, h, mom, M0, b0, qn, vn, Mn, bn, ws):
+        return None
+
     def step():
         i[0] = (i[0] + 1) % len(prepared)
         q, v, tau, mom, M0, b0 = prepared[i[0]]
-        K.plant_step(km, km_full.planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
+        K.plant_step(km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
 
-    step()  # compile, or load numba's cache, before the warm-up
-    return [bench_core.Case(robot, "compiled plant_step / 4 (sim/fast kernel, numba)", step)]
+    def step_loop():
+        i[0] = (i[0] + 1) % len(prepared)
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        steps(LOOP, km, planar, nb, q, v, tau, PLANT_DT, mom.copy(), M0, b0, qn, vn, Mn, bn, ws)
+
+    def dispatch():
+        q, v, tau, mom, M0, b0 = prepared[i[0]]
+        no_op(km, planar, nb, q, v, tau, PLANT_DT, mom, M0, b0, qn, vn, Mn, bn, ws)
+
+    def allocation():
+        K.workspace(m.njoints - 1, m.nq, m.nv, nb)
+
+    for f in (step, step_loop, dispatch, allocation):
+        f()  # compile, or load numba's cache, before the warm-up
+    return [bench_core.Case(robot, "compiled plant_step (ABA, sim/fast kernel, numba) / 4", step),
+            bench_core.Case(robot, f"the same, in a compiled loop of {LOOP} steps / {4 * LOOP}", step_loop),
+            bench_core.Case(robot, "fixed cost: numba dispatch of plant_step's arguments (no-op)", dispatch),
+            bench_core.Case(robot, "fixed cost: K.workspace, the step's scratch (once per run)", allocation)]
 
 
 def table(cases_: list[bench_core.Case]) -> str:
@@ -175,7 +212,8 @@ def table(cases_: list[bench_core.Case]) -> str:
     peer = med.get(PEER)
     lines = ["| per call | median µs | p90 µs | SPARTpy / this |", "|---|---:|---:|---:|"]
     for c in cases_:
-        div = 4.0 if "/ 4" in c.quantity else 1.0
+        per = re.search(r"/ (\d+)$", c.quantity)  # a step's rows: per right-hand side
+        div = float(per.group(1)) if per else 1.0
         m, p90 = med[c.quantity] / div / 1e3, float(np.percentile(c.samples, 90)) / div / 1e3
         ratio = f"{peer / (med[c.quantity] / div):.1f}×" if peer else "n/a"
         lines.append(f"| {c.quantity} | {m:.2f} | {p90:.2f} | {ratio} |")

@@ -6,9 +6,9 @@ frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
 :meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
 
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
-composite rigid inertias), forward dynamics as a Cholesky solve of M a = tau - b (n <= ~20),
-the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4: SE(3) with
-quaternions, SE(2), SO(2)) and the RKMK4 plant step with momentum projection of
+composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
+(ABA) for the plant, the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4:
+SE(3) with quaternions, SE(2), SO(2)) and the RKMK4 plant step with momentum projection of
 :class:`~freeflyer_control.physics.plant.Plant`. The control law and the lockstep loop are in
 :mod:`.control_kernels`.
 """
@@ -23,6 +23,10 @@ from numba import njit
 from freeflyer_control.control.maneuvers import wilde_profile
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+# For the kernels that allocate nothing: without numba's runtime (NRT), the array views their
+# loops take (V[i], Ia[par], ...) are not reference-counted, an atomic increment and decrement
+# each that made up a third of the articulated-body algorithm's time.
+_NO_NRT = dict(_JIT, _nrt=False)
 
 EPS = float(np.finfo(float).eps)
 TS_PREC = EPS ** 0.25  # Pinocchio's TaylorSeriesExpansion<double>::precision<3>()
@@ -37,56 +41,49 @@ FREEFLYER, PLANAR, REVOLUTE, REVOLUTE_UNBOUNDED, PRISMATIC = range(5)
 
 @njit(**_JIT)
 def workspace(n, nq, nv, nb):
-    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, L, M, b, stage, qs, snb, Lb, X, H, C, acc, w)"""
+    """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w, L)"""
     nj = nv - nb
     return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)),
-            np.empty((4, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
-            np.zeros(nv), np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.empty((9, nv)),
+            np.empty((6, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
+            np.zeros(nv), np.empty((n, 6, 6)), np.empty((n, 8)), np.empty((4, 6, 6)), np.empty((9, nv)),
             np.empty((3, nq)), np.empty((6, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
-            np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))))
+            np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))), np.empty((nv, nv)))
 
 
 # ---------------------------------------------------------------------------------------------
 # Kinematics
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def forward_kinematics(km, q, R, p):
     """R[i], p[i]: placement of body i in its parent's frame at configuration q."""
     jint, PR, Pp, axis = km[0], km[1], km[2], km[3]
     n = jint.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
     for i in range(n):
         kind, iq = jint[i, 1], jint[i, 2]
-        pj[0] = pj[1] = pj[2] = 0.0
+        # the joint's own placement (j00 .. j22, t0 .. t2), in locals: no scratch array
+        t0 = t1 = t2 = 0.0
         if kind == FREEFLYER:
             x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
             tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
             twx, twy, twz = tx * w, ty * w, tz * w
             txx, txy, txz = tx * x, ty * x, tz * x
             tyy, tyz, tzz = ty * y, tz * y, tz * z
-            Rj[0, 0] = 1.0 - (tyy + tzz)
-            Rj[0, 1] = txy - twz
-            Rj[0, 2] = txz + twy
-            Rj[1, 0] = txy + twz
-            Rj[1, 1] = 1.0 - (txx + tzz)
-            Rj[1, 2] = tyz - twx
-            Rj[2, 0] = txz - twy
-            Rj[2, 1] = tyz + twx
-            Rj[2, 2] = 1.0 - (txx + tyy)
-            pj[0], pj[1], pj[2] = q[iq], q[iq + 1], q[iq + 2]
+            j00, j01, j02 = 1.0 - (tyy + tzz), txy - twz, txz + twy
+            j10, j11, j12 = txy + twz, 1.0 - (txx + tzz), tyz - twx
+            j20, j21, j22 = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+            t0, t1, t2 = q[iq], q[iq + 1], q[iq + 2]
         elif kind == PLANAR:
             c, s = q[iq + 2], q[iq + 3]
-            Rj[0, 0], Rj[0, 1], Rj[0, 2] = c, -s, 0.0
-            Rj[1, 0], Rj[1, 1], Rj[1, 2] = s, c, 0.0
-            Rj[2, 0], Rj[2, 1], Rj[2, 2] = 0.0, 0.0, 1.0
-            pj[0], pj[1] = q[iq], q[iq + 1]
+            j00, j01, j02 = c, -s, 0.0
+            j10, j11, j12 = s, c, 0.0
+            j20, j21, j22 = 0.0, 0.0, 1.0
+            t0, t1 = q[iq], q[iq + 1]
         elif kind == PRISMATIC:
-            for a in range(3):
-                for b in range(3):
-                    Rj[a, b] = 1.0 if a == b else 0.0
-                pj[a] = axis[i, a] * q[iq]
+            j00, j01, j02 = 1.0, 0.0, 0.0
+            j10, j11, j12 = 0.0, 1.0, 0.0
+            j20, j21, j22 = 0.0, 0.0, 1.0
+            t0, t1, t2 = axis[i, 0] * q[iq], axis[i, 1] * q[iq], axis[i, 2] * q[iq]
         else:
             if kind == REVOLUTE:
                 c, s = math.cos(q[iq]), math.sin(q[iq])
@@ -94,21 +91,21 @@ def forward_kinematics(km, q, R, p):
                 c, s = q[iq], q[iq + 1]
             ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
             t = 1.0 - c
-            Rj[0, 0] = t * ax * ax + c
-            Rj[1, 1] = t * ay * ay + c
-            Rj[2, 2] = t * az * az + c
-            Rj[0, 1] = t * ax * ay - s * az
-            Rj[1, 0] = t * ax * ay + s * az
-            Rj[0, 2] = t * ax * az + s * ay
-            Rj[2, 0] = t * ax * az - s * ay
-            Rj[1, 2] = t * ay * az - s * ax
-            Rj[2, 1] = t * ay * az + s * ax
+            j00 = t * ax * ax + c
+            j11 = t * ay * ay + c
+            j22 = t * az * az + c
+            j01 = t * ax * ay - s * az
+            j10 = t * ax * ay + s * az
+            j02 = t * ax * az + s * ay
+            j20 = t * ax * az - s * ay
+            j12 = t * ay * az - s * ax
+            j21 = t * ay * az + s * ax
         for a in range(3):
-            acc = Pp[i, a]
-            for b in range(3):
-                acc += PR[i, a, b] * pj[b]
-                R[i, a, b] = PR[i, a, 0] * Rj[0, b] + PR[i, a, 1] * Rj[1, b] + PR[i, a, 2] * Rj[2, b]
-            p[i, a] = acc
+            pa0, pa1, pa2 = PR[i, a, 0], PR[i, a, 1], PR[i, a, 2]
+            p[i, a] = Pp[i, a] + pa0 * t0 + pa1 * t1 + pa2 * t2
+            R[i, a, 0] = pa0 * j00 + pa1 * j10 + pa2 * j20
+            R[i, a, 1] = pa0 * j01 + pa1 * j11 + pa2 * j21
+            R[i, a, 2] = pa0 * j02 + pa1 * j12 + pa2 * j22
 
 
 @njit(inline="always", **_JIT)
@@ -198,13 +195,39 @@ def _inertia_apply(m, h, Ib, v, out):
     out[5] = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
 
 
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
+def _motion_cross(m, n, out):
+    """out = m x n, the cross product of two motions [linear; angular]."""
+    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
+    j0, j1, j2, j3, j4, j5 = n[0], n[1], n[2], n[3], n[4], n[5]
+    out[0] = wy * j2 - wz * j1 + vy * j5 - vz * j4
+    out[1] = wz * j0 - wx * j2 + vz * j3 - vx * j5
+    out[2] = wx * j1 - wy * j0 + vx * j4 - vy * j3
+    out[3] = wy * j5 - wz * j4
+    out[4] = wz * j3 - wx * j5
+    out[5] = wx * j4 - wy * j3
+
+
+@njit(inline="always", **_JIT)
+def _force_cross(m, f, out):
+    """out = m x* f, the cross product of a motion and a force [linear; angular]."""
+    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
+    g0, g1, g2, g3, g4, g5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    out[0] = wy * g2 - wz * g1
+    out[1] = wz * g0 - wx * g2
+    out[2] = wx * g1 - wy * g0
+    out[3] = wy * g5 - wz * g4 + vy * g2 - vz * g1
+    out[4] = wz * g3 - wx * g5 + vz * g0 - vx * g2
+    out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
+
+
+@njit(**_NO_NRT)
 def rnea(km, R, p, v, a, tau, ws):
     """tau = M(q) a + b(q, v) (zero gravity) for the placements R, p of configuration q."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
     n = jint.shape[0]
     V, A, F = ws[2], ws[3], ws[4]
-    vJ, aJ = ws[5][0], ws[5][1]
+    vJ, aJ, c, g = ws[5][0], ws[5][1], ws[5][2], ws[5][3]
     for i in range(n):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_velocity(kind, iv, axis[i], v, vJ)
@@ -220,36 +243,16 @@ def rnea(km, R, p, v, a, tau, ws):
             for k in range(6):
                 Vi[k] = vJ[k]
                 Ai[k] = aJ[k]
-        # a += v x vJ
-        vx, vy, vz, wx, wy, wz = Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5]
-        j0, j1, j2, j3, j4, j5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
-        a0 = Ai[0] + (wy * j2 - wz * j1 + vy * j5 - vz * j4)
-        a1 = Ai[1] + (wz * j0 - wx * j2 + vz * j3 - vx * j5)
-        a2 = Ai[2] + (wx * j1 - wy * j0 + vx * j4 - vy * j3)
-        a3 = Ai[3] + (wy * j5 - wz * j4)
-        a4 = Ai[4] + (wz * j3 - wx * j5)
-        a5 = Ai[5] + (wx * j4 - wy * j3)
-        Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = a0, a1, a2, a3, a4, a5
+        _motion_cross(Vi, vJ, c)
+        for k in range(6):
+            Ai[k] += c[k]
         # f = I a + v x* (I v)
-        m = mass[i]
-        h0, h1, h2 = hh[i, 0], hh[i, 1], hh[i, 2]
-        Ib = Ibar[i]
-        i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
-        i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
-        i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
-        g0 = m * vx - (h1 * wz - h2 * wy)
-        g1 = m * vy - (h2 * wx - h0 * wz)
-        g2 = m * vz - (h0 * wy - h1 * wx)
-        g3 = (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy)
-        g4 = (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz)
-        g5 = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
         Fi = F[i]
-        Fi[0] = (m * a0 - (h1 * a5 - h2 * a4)) + (wy * g2 - wz * g1)
-        Fi[1] = (m * a1 - (h2 * a3 - h0 * a5)) + (wz * g0 - wx * g2)
-        Fi[2] = (m * a2 - (h0 * a4 - h1 * a3)) + (wx * g1 - wy * g0)
-        Fi[3] = ((i00 * a3 + i01 * a4 + i02 * a5) + (h1 * a2 - h2 * a1)) + (wy * g5 - wz * g4 + vy * g2 - vz * g1)
-        Fi[4] = ((i10 * a3 + i11 * a4 + i12 * a5) + (h2 * a0 - h0 * a2)) + (wz * g3 - wx * g5 + vz * g0 - vx * g2)
-        Fi[5] = ((i20 * a3 + i21 * a4 + i22 * a5) + (h0 * a1 - h1 * a0)) + (wx * g4 - wy * g3 + vx * g1 - vy * g0)
+        _inertia_apply(mass[i], hh[i], Ibar[i], Vi, g)
+        _force_cross(Vi, g, Fi)
+        _inertia_apply(mass[i], hh[i], Ibar[i], Ai, c)
+        for k in range(6):
+            Fi[k] = c[k] + Fi[k]
     for i in range(n - 1, -1, -1):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_force(kind, iv, axis[i], F[i], tau)
@@ -257,15 +260,49 @@ def rnea(km, R, p, v, a, tau, ws):
             _force_add_to_parent(R, p, i, F[i], F[par])
 
 
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
+def _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T):
+    """(cm, ch, cI)[par] += body i's rigid inertia (cm, ch, cI)[i] in the parent's frame."""
+    # rotate, then shift the origin by p
+    m = cm[i]
+    hx = R[i, 0, 0] * ch[i, 0] + R[i, 0, 1] * ch[i, 1] + R[i, 0, 2] * ch[i, 2]
+    hy = R[i, 1, 0] * ch[i, 0] + R[i, 1, 1] * ch[i, 1] + R[i, 1, 2] * ch[i, 2]
+    hz = R[i, 2, 0] * ch[i, 0] + R[i, 2, 1] * ch[i, 1] + R[i, 2, 2] * ch[i, 2]
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    # B = R Ib R^T
+    for a in range(3):
+        for b in range(3):
+            T[a, b] = R[i, a, 0] * cI[i, 0, b] + R[i, a, 1] * cI[i, 1, b] + R[i, a, 2] * cI[i, 2, b]
+    # - (p^ h^ + h^ p^) - m p^ p^, with u^ w^ = w u^T - (u.w) 1
+    ph = px * hx + py * hy + pz * hz
+    pp = px * px + py * py + pz * pz
+    P = (px, py, pz)
+    H = (hx, hy, hz)
+    for a in range(3):
+        for b in range(3):
+            val = T[a, 0] * R[i, b, 0] + T[a, 1] * R[i, b, 1] + T[a, 2] * R[i, b, 2]
+            val -= H[a] * P[b] + P[a] * H[b] + m * P[a] * P[b]
+            if a == b:
+                val += 2.0 * ph + m * pp
+            cI[par, a, b] += val
+    cm[par] += m
+    ch[par, 0] += hx + m * px
+    ch[par, 1] += hy + m * py
+    ch[par, 2] += hz + m * pz
+
+
+@njit(**_NO_NRT)
 def crba(km, R, p, M, ws):
     """M (nv, nv), full symmetric, for the placements R, p (composite rigid inertias)."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
     n = jint.shape[0]
     cm, ch, cI, T = ws[6], ws[7], ws[8], ws[9]
-    cm[:] = mass
-    ch[:, :] = hh
-    cI[:, :, :] = Ibar
+    for i in range(n):  # elementwise: array-to-array assignment needs numba's runtime
+        cm[i] = mass[i]
+        for a in range(3):
+            ch[i, a] = hh[i, a]
+            for b in range(3):
+                cI[i, a, b] = Ibar[i, a, b]
     S, F, G = ws[5][0], ws[5][1], ws[5][2]
     M[:, :] = 0.0  # entries of bodies on different branches stay zero
     for i in range(n - 1, -1, -1):
@@ -306,32 +343,7 @@ def crba(km, R, p, M, ws):
                     F[e] = G[e]
                 j = pj
         if par >= 0:
-            # composite inertia of i to the parent's frame: rotate, then shift the origin by p
-            m = cm[i]
-            hx = R[i, 0, 0] * ch[i, 0] + R[i, 0, 1] * ch[i, 1] + R[i, 0, 2] * ch[i, 2]
-            hy = R[i, 1, 0] * ch[i, 0] + R[i, 1, 1] * ch[i, 1] + R[i, 1, 2] * ch[i, 2]
-            hz = R[i, 2, 0] * ch[i, 0] + R[i, 2, 1] * ch[i, 1] + R[i, 2, 2] * ch[i, 2]
-            px, py, pz = p[i, 0], p[i, 1], p[i, 2]
-            # B = R Ib R^T
-            for a in range(3):
-                for b in range(3):
-                    T[a, b] = R[i, a, 0] * cI[i, 0, b] + R[i, a, 1] * cI[i, 1, b] + R[i, a, 2] * cI[i, 2, b]
-            # - (p^ h^ + h^ p^) - m p^ p^, with u^ w^ = w u^T - (u.w) 1
-            ph = px * hx + py * hy + pz * hz
-            pp = px * px + py * py + pz * pz
-            P = (px, py, pz)
-            H = (hx, hy, hz)
-            for a in range(3):
-                for b in range(3):
-                    val = T[a, 0] * R[i, b, 0] + T[a, 1] * R[i, b, 1] + T[a, 2] * R[i, b, 2]
-                    val -= H[a] * P[b] + P[a] * H[b] + m * P[a] * P[b]
-                    if a == b:
-                        val += 2.0 * ph + m * pp
-                    cI[par, a, b] += val
-            cm[par] += m
-            ch[par, 0] += hx + m * px
-            ch[par, 1] += hy + m * py
-            ch[par, 2] += hz + m * pz
+            _rigid_add_to_parent(R, p, i, par, cm, ch, cI, T)
     nv = M.shape[0]
     for r in range(nv):
         for c in range(r + 1, nv):
@@ -339,7 +351,7 @@ def crba(km, R, p, M, ws):
             M[c, r] = M[r, c]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def cholesky(A, L):
     """L lower with L L^T = A (A SPD; only its lower triangle is read). False if not PD."""
     n = A.shape[0]
@@ -361,7 +373,7 @@ def cholesky(A, L):
     return True
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def cholesky_solve(L, x):
     """Solve L L^T x = rhs in place (x holds rhs on entry)."""
     n = L.shape[0]
@@ -377,7 +389,7 @@ def cholesky_solve(L, x):
         x[i] = s / L[i, i]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def mass_and_bias(km, q, v, M, b, ws):
     """M(q) and b(q, v) (nonlinear effects)."""
     R, p = ws[0], ws[1]
@@ -386,27 +398,220 @@ def mass_and_bias(km, q, v, M, b, ws):
     rnea(km, R, p, v, ws[10], b, ws)
 
 
-@njit(**_JIT)
-def forward_dynamics(km, q, v, tau, M, b, a, ws):
-    """a = accelerations with M a + b = tau; leaves M(q), b(q, v) and the factor in ws[11]."""
-    mass_and_bias(km, q, v, M, b, ws)
-    _solve_with(M, b, tau, a, ws[11])
+@njit(**_NO_NRT)
+def forward_dynamics(km, q, v, tau, a, ws):
+    """a (nv,) = M(q)^-1 (tau - b(q, v)): accelerations under generalized forces tau (Pinocchio's
+    velocity coordinates and units, zero gravity), by the articulated-body algorithm."""
+    R, p = ws[0], ws[1]
+    forward_kinematics(km, q, R, p)
+    aba(km, R, p, v, tau, a, ws)
 
 
-@njit(**_JIT)
-def _solve_with(M, b, tau, a, L):
-    if not cholesky(M, L):
-        raise np.linalg.LinAlgError("mass matrix not positive definite")
-    for k in range(a.shape[0]):
-        a[k] = tau[k] - b[k]
-    cholesky_solve(L, a)
+# ---------------------------------------------------------------------------------------------
+# Articulated-body algorithm (Featherstone, Rigid Body Dynamics Algorithms, 7.3; Pinocchio's
+# ``aba``): O(n), against CRBA + RNEA + a dense Cholesky. Only the base joint, always the root
+# (kernel_model checks), has more than one DOF; its articulated inertia is solved, not propagated.
+
+
+@njit(inline="always", **_JIT)
+def _rigid_matrix(m, h, Ib, out):
+    """out (6, 6) = the rigid inertia (mass m, first moment h, Ib about the origin) on
+    [linear; angular] motions: [[m 1, -h^], [h^, Ib]]."""
+    h0, h1, h2 = h[0], h[1], h[2]
+    for a in range(3):
+        for b in range(3):
+            out[a, b] = m if a == b else 0.0
+            out[3 + a, 3 + b] = Ib[a, b]
+    out[0, 3], out[0, 4], out[0, 5] = 0.0, h2, -h1
+    out[1, 3], out[1, 4], out[1, 5] = -h2, 0.0, h0
+    out[2, 3], out[2, 4], out[2, 5] = h1, -h0, 0.0
+    for a in range(3):
+        for b in range(3):
+            out[3 + a, b] = out[b, 3 + a]
+
+
+@njit(inline="always", **_JIT)
+def _subspace(kind, ax, s):
+    """s (6,) = the motion subspace of a 1-DOF joint (unit rate, joint frame)."""
+    for k in range(6):
+        s[k] = 0.0
+    off = 0 if kind == PRISMATIC else 3
+    s[off], s[off + 1], s[off + 2] = ax[0], ax[1], ax[2]
+
+
+@njit(inline="always", **_JIT)
+def _rotate_block(R, i, X, a, b, out):
+    """out[a:a+3, b:b+3] = R_i X[a:a+3, b:b+3] R_i^T (operands in locals: no reloads)."""
+    r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
+    r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
+    r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
+    x00, x01, x02 = X[a, b], X[a, b + 1], X[a, b + 2]
+    x10, x11, x12 = X[a + 1, b], X[a + 1, b + 1], X[a + 1, b + 2]
+    x20, x21, x22 = X[a + 2, b], X[a + 2, b + 1], X[a + 2, b + 2]
+    # T = X R^T
+    t00 = x00 * r00 + x01 * r01 + x02 * r02
+    t01 = x00 * r10 + x01 * r11 + x02 * r12
+    t02 = x00 * r20 + x01 * r21 + x02 * r22
+    t10 = x10 * r00 + x11 * r01 + x12 * r02
+    t11 = x10 * r10 + x11 * r11 + x12 * r12
+    t12 = x10 * r20 + x11 * r21 + x12 * r22
+    t20 = x20 * r00 + x21 * r01 + x22 * r02
+    t21 = x20 * r10 + x21 * r11 + x22 * r12
+    t22 = x20 * r20 + x21 * r21 + x22 * r22
+    # R T
+    out[a, b] = r00 * t00 + r01 * t10 + r02 * t20
+    out[a, b + 1] = r00 * t01 + r01 * t11 + r02 * t21
+    out[a, b + 2] = r00 * t02 + r01 * t12 + r02 * t22
+    out[a + 1, b] = r10 * t00 + r11 * t10 + r12 * t20
+    out[a + 1, b + 1] = r10 * t01 + r11 * t11 + r12 * t21
+    out[a + 1, b + 2] = r10 * t02 + r11 * t12 + r12 * t22
+    out[a + 2, b] = r20 * t00 + r21 * t10 + r22 * t20
+    out[a + 2, b + 1] = r20 * t01 + r21 * t11 + r22 * t21
+    out[a + 2, b + 2] = r20 * t02 + r21 * t12 + r22 * t22
+
+
+@njit(inline="always", **_JIT)
+def _articulated_add_to_parent(R, p, i, Ia, Ip, W):
+    """Ip += X_i^T Ia X_i: a symmetric 6x6 inertia of body i in the parent's frame, accumulated
+    (W: (6, 6) scratch; Ia is overwritten).
+
+    With blocks [[A, B], [B^T, C]] rotated to the parent's axes (A' = R A R^T, ...), the shift of
+    the origin by p gives [[A', B' - A' p^], [., C' + G + G^T - p^ A' p^]] with G = p^ B'.
+    """
+    _rotate_block(R, i, Ia, 0, 0, W)
+    _rotate_block(R, i, Ia, 0, 3, W)
+    _rotate_block(R, i, Ia, 3, 3, W)
+    px, py, pz = p[i, 0], p[i, 1], p[i, 2]
+    for c in range(3):  # Ia[0:3, c] = K[:, c] = (p^ A')[:, c], Ia[3:6, c] = G[:, c] = (p^ B')[:, c]
+        for b in range(0, 6, 3):
+            x, y, z = W[0, b + c], W[1, b + c], W[2, b + c]
+            Ia[b, c], Ia[b + 1, c], Ia[b + 2, c] = py * z - pz * y, pz * x - px * z, px * y - py * x
+    # A' p^ = -K^T (A' symmetric), p^ A' p^ = -p^ K^T, -B'^T p^ = G^T
+    for r in range(3):
+        for c in range(3):
+            bb = W[r, 3 + c] + Ia[c, r]
+            Ip[r, c] += W[r, c]
+            Ip[r, 3 + c] += bb
+            Ip[3 + c, r] += bb
+    for r in range(3):
+        # (p^ A' p^)[:, r] = p^ (A' p^)[:, r] = -p^ (p^ A')[r, :]^T
+        ux, uy, uz = Ia[r, 0], Ia[r, 1], Ia[r, 2]
+        pap = (-(py * uz - pz * uy), -(pz * ux - px * uz), -(px * uy - py * ux))
+        for c in range(3):
+            Ip[3 + c, 3 + r] += W[3 + c, 3 + r] + Ia[3 + c, r] + Ia[3 + r, c] - pap[c]
+
+
+@njit(**_NO_NRT)
+def aba(km, R, p, v, tau, a, ws):
+    """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) for the placements R, p of configuration q,
+    by the articulated-body algorithm (Pinocchio's ``aba``, the same three passes)."""
+    jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
+    n = jint.shape[0]
+    V, A, F, Ia, Ud = ws[2], ws[3], ws[4], ws[11], ws[12]
+    vJ, g, s, pa, W = ws[5][0], ws[5][1], ws[5][2], ws[5][3], ws[13][3]
+    # 1: velocities, velocity-product accelerations c = V x vJ (in A), rigid inertias, bias
+    # forces pA = V x* (I V) (in F)
+    for i in range(n):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        _joint_velocity(kind, iv, axis[i], v, vJ)
+        Vi = V[i]
+        if par >= 0:
+            _motion_to_child(R, p, i, V[par], Vi)
+            for k in range(6):
+                Vi[k] += vJ[k]
+        else:
+            for k in range(6):
+                Vi[k] = vJ[k]
+        _motion_cross(Vi, vJ, A[i])
+        _rigid_matrix(mass[i], hh[i], Ibar[i], Ia[i])
+        _inertia_apply(mass[i], hh[i], Ibar[i], Vi, g)
+        _force_cross(Vi, g, F[i])
+    # 2: articulated inertias and bias forces, leaves to root; per 1-DOF joint
+    # Ud[i] = (U = Ia S, 1 / (S^T U), u = tau - S^T pA)
+    for i in range(n - 1, -1, -1):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        if jint[i, 4] != 1:
+            continue  # the base: solved in pass 3
+        Ii, pA, U = Ia[i], F[i], Ud[i]
+        # S is the axis in the linear (prismatic) or angular (revolute) half
+        off = 0 if kind == PRISMATIC else 3
+        ax0, ax1, ax2 = axis[i, 0], axis[i, 1], axis[i, 2]
+        for r in range(6):
+            U[r] = Ii[r, off] * ax0 + Ii[r, off + 1] * ax1 + Ii[r, off + 2] * ax2
+        d = U[off] * ax0 + U[off + 1] * ax1 + U[off + 2] * ax2
+        u = tau[iv] - (pA[off] * ax0 + pA[off + 1] * ax1 + pA[off + 2] * ax2)
+        dinv = 1.0 / d
+        U[6], U[7] = dinv, u
+        if par < 0:
+            continue
+        ud = u * dinv
+        ci = A[i]
+        for r in range(6):
+            for c in range(6):
+                Ii[r, c] -= U[r] * U[c] * dinv
+        for r in range(6):
+            x = pA[r] + U[r] * ud
+            for c in range(6):
+                x += Ii[r, c] * ci[c]
+            pa[r] = x
+        _force_add_to_parent(R, p, i, pa, F[par])
+        _articulated_add_to_parent(R, p, i, Ii, Ia[par], W)
+    # 3: accelerations, root to leaves
+    for i in range(n):
+        par, kind, iv, nvj = jint[i, 0], jint[i, 1], jint[i, 3], jint[i, 4]
+        Ai = A[i]
+        if par >= 0:
+            _motion_to_child(R, p, i, A[par], g)
+            for k in range(6):
+                Ai[k] += g[k]
+        if nvj == 1:
+            U = Ud[i]
+            x = U[7]
+            for k in range(6):
+                x -= U[k] * Ai[k]
+            x *= U[6]
+            a[iv] = x
+            _subspace(kind, axis[i], s)
+            for k in range(6):
+                Ai[k] += s[k] * x
+        else:
+            _root_acceleration(kind, iv, Ia[i], F[i], tau, Ai, a, ws[13])
+
+
+@njit(inline="always", **_JIT)
+def _base_row(kind, k):
+    """Row of a 6-vector [linear; angular] that base velocity coordinate k is (planar: vx, vy, wz)."""
+    return k if kind == FREEFLYER else (0, 1, 5)[k]
+
+
+@njit(inline="always", **_JIT)
+def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
+    """The base joint's rates: S^T Ia S qdd = tau - S^T (pA + Ia c), then Ai += S qdd."""
+    nvj = 6 if kind == FREEFLYER else 3
+    x = Dr[2, 0]
+    for k in range(nvj):
+        r = _base_row(kind, k)
+        f = pA[r]
+        for c in range(6):
+            f += Ia[r, c] * Ai[c]
+        x[k] = tau[iv + k] - f
+    D, L = Dr[0, :nvj, :nvj], Dr[1, :nvj, :nvj]
+    for k in range(nvj):
+        for m in range(nvj):
+            D[k, m] = Ia[_base_row(kind, k), _base_row(kind, m)]
+    if not cholesky(D, L):
+        raise np.linalg.LinAlgError("base articulated inertia not positive definite")
+    cholesky_solve(L, x[:nvj])
+    for k in range(nvj):
+        a[iv + k] = x[k]
+        Ai[_base_row(kind, k)] += x[k]
 
 
 # ---------------------------------------------------------------------------------------------
 # Configuration exponential (pin.integrate)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def integrate(km, q, dq, out):
     """out = q (+) dq, joint by joint, with Pinocchio 4's formulas."""
     jint = km[0]
@@ -517,7 +722,7 @@ def _bracket(planar, xi, eta, out):
         out[5] = w1x * w2y - w1y * w2x
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def base_rotation(planar, q, Rb):
     """Rb = world <- base_link rotation (3x3) of configuration q."""
     if planar:
@@ -536,7 +741,7 @@ def base_rotation(planar, q, Rb):
     Rb[2, 0], Rb[2, 1], Rb[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def base_wrench_about_world_origin(planar, q, tau_b, Rb, out):
     """out = physics.momentum.base_wrench_about_world_origin(q, tau_b)."""
     base_rotation(planar, q, Rb)
@@ -556,7 +761,7 @@ def base_wrench_about_world_origin(planar, q, tau_b, Rb, out):
     out[5] += rx * out[1] - ry * out[0]
 
 
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def momentum_base_rows(planar, q, hw, Rb, out):
     """out = physics.momentum.world_momentum_to_base_rows(q, hw)."""
     base_rotation(planar, q, Rb)
@@ -576,61 +781,49 @@ def momentum_base_rows(planar, q, hw, Rb, out):
         out[3 + a] = Rb[0, a] * Lx + Rb[1, a] * Ly + Rb[2, a] * Lz
 
 
-@njit(**_JIT)
-def _cholesky_nb(M, nb, Lb):
-    """Cholesky factor of the leading nb x nb block of M."""
-    for j in range(nb):
-        d = M[j, j]
-        for k in range(j):
-            d -= Lb[j, k] * Lb[j, k]
-        if not d > 0.0:
-            raise np.linalg.LinAlgError("base inertia not positive definite")
-        d = math.sqrt(d)
-        Lb[j, j] = d
-        for i in range(j + 1, nb):
-            s = M[i, j]
-            for k in range(j):
-                s -= Lb[i, k] * Lb[j, k]
-            Lb[i, j] = s / d
-        for i in range(j):
-            Lb[i, j] = 0.0
-
-
-@njit(**_JIT)
+@njit(**_NO_NRT)
 def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
-    """One RKMK4 step with momentum projection (Plant.step with raw generalized forces).
+    """One RKMK4 step of h seconds with momentum projection: Plant.step under raw generalized
+    forces tau (nv,) held over the step (Pinocchio's velocity coordinates: base wrench in
+    base_link axes, N and N m; joint forces, N m or N), from (q0, v0) to (q_new, v_new).
 
-    M0, b0: M(q0), b(q0, v0) (e.g. from the previous step's projection and the controller).
-    Writes q_new, v_new, M_new = M(q_new) (full), b_new = b(q_new, v_new); ``mom`` (the world
-    momentum) is updated in place when the base force is non-zero. k1v stays in ws[14][2].
+    M0, b0: M(q0), b(q0, v0), e.g. the previous step's M_new, b_new (what the controller of a
+    lockstep loop uses too): the first stage is a Cholesky solve with them. The other three
+    stages run the articulated-body algorithm. Writes M_new = M(q_new) (full) and
+    b_new = b(q_new, v_new): the mass matrix's base rows make the momentum projection, and both
+    are the next step's M0, b0 and the next tick's controller terms. ``mom`` (the world momentum
+    [P; L about the world origin], world axes) is updated in place when the base force is
+    non-zero. k1v, k2v, k3v stay in ws[14][2], [3], [4].
     """
     nv = v0.shape[0]
-    M, b = ws[12], ws[13]
     st, qs, snb = ws[14], ws[15], ws[16]
-    th, vs, k1v, k2v, k3v, k2t, k3t, k4t = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]
+    th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
     q2, q3, q4 = qs[0], qs[1], qs[2]
     f, g = snb[0], snb[1]
-    _solve_with(M0, b0, tau, k1v, ws[11])
+    if not cholesky(M0, ws[23]):
+        raise np.linalg.LinAlgError("mass matrix not positive definite")
+    for k in range(nv):
+        k1v[k] = tau[k] - b0[k]
+    cholesky_solve(ws[23], k1v)
     hh = 0.5 * h
     for k in range(nv):
         th[k] = hh * v0[k]
         vs[k] = v0[k] + hh * k1v[k]
     _dexp_inv(planar, nb, th, vs, k2t, f, g)
     integrate(km, q0, th, q2)
-    forward_dynamics(km, q2, vs, tau, M, b, k2v, ws)
+    forward_dynamics(km, q2, vs, tau, k2v, ws)
     for k in range(nv):
         th[k] = hh * k2t[k]
         vs[k] = v0[k] + hh * k2v[k]
     _dexp_inv(planar, nb, th, vs, k3t, f, g)
     integrate(km, q0, th, q3)
-    forward_dynamics(km, q3, vs, tau, M, b, k3v, ws)
+    forward_dynamics(km, q3, vs, tau, k3v, ws)
     for k in range(nv):
         th[k] = h * k3t[k]
         vs[k] = v0[k] + h * k3v[k]
     _dexp_inv(planar, nb, th, vs, k4t, f, g)
     integrate(km, q0, th, q4)
-    k4v = ws[14][8]
-    forward_dynamics(km, q4, vs, tau, M, b, k4v, ws)
+    forward_dynamics(km, q4, vs, tau, k4v, ws)
     h6 = h / 6.0
     for k in range(nv):
         th[k] = h6 * (((v0[k] + 2.0 * k2t[k]) + 2.0 * k3t[k]) + k4t[k])
@@ -669,7 +862,8 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
             s -= M_new[r, c] * v_new[c]
         rows[r] = s
     Lb = ws[17]
-    _cholesky_nb(M_new, nb, Lb)
+    if not cholesky(M_new[:nb, :nb], Lb):
+        raise np.linalg.LinAlgError("base inertia not positive definite")
     cholesky_solve(Lb, rows)
     for r in range(nb):
         v_new[r] = rows[r]

@@ -28,6 +28,18 @@ class NotCovered(ValueError):
     """The model (or run configuration) is outside what the compiled path implements."""
 
 
+def _unaligned_axis(joint) -> np.ndarray:
+    """The unit axis of a 1-DOF unaligned joint in its own frame: its motion subspace S at any
+    q, angular half for revolute joints, linear for prismatic (the bindings give no ``axis`` for
+    the unbounded revolute one)."""
+    data = joint.createData()
+    q = np.zeros(joint.idx_q + joint.nq)
+    q[joint.idx_q] = 1.0  # (cos, sin) = (1, 0) for the unbounded revolute; 1 rad / 1 m otherwise
+    joint.calc(data, q)
+    S = np.asarray(data.S, dtype=float).reshape(6)
+    return (S[:3] if joint.shortname() == "JointModelPrismaticUnaligned" else S[3:]).copy()
+
+
 def _joint_kind(joint) -> tuple[int, np.ndarray]:
     name = joint.shortname()
     if name == "JointModelFreeFlyer":
@@ -45,7 +57,7 @@ def _joint_kind(joint) -> tuple[int, np.ndarray]:
         "JointModelPrismaticUnaligned": KIND_PRISMATIC,
     }
     if name in unaligned:
-        return unaligned[name], np.asarray(joint.axis, dtype=float).copy()
+        return unaligned[name], _unaligned_axis(joint)
     raise NotCovered(f"joint type {name} is not implemented by the compiled kernels")
 
 
