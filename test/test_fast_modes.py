@@ -26,7 +26,9 @@ from freeflyer_control.physics.actuators import (
     thruster_matrix,
 )
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State, rotation_from_xyzw
+from freeflyer_control.physics import compiled as physics_compiled
+from freeflyer_control.physics.state import (
+    State, base_rotation_into, rotation_from_xyzw, world_to_local_base_map_into)
 from freeflyer_control.sim.fast import control_kernels as CK
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
@@ -153,6 +155,16 @@ def test_blend_weight_has_one_definition_compiled_as_written():
     switcher.request("rotation-floating", 1.3)
     for t in np.linspace(1.0, 2.5, 61):
         assert CK.blend_weight_compiled(t, 1.3, 0.7) == switcher.blend(t)
+
+
+def test_rotation_base_map_and_reduced_dynamics_are_physics_own_functions_compiled():
+    """The compiled engine runs the physics layer's definitions, not copies: the base rotation
+    and the world-to-base map of physics/state.py compiled as written, and for H*, C* the very
+    kernel physics.reduced.reduced_dynamics finishes with (physics.compiled.reduced_post)."""
+    assert K.base_rotation.py_func is base_rotation_into
+    assert CK.base_map_from_rotation.py_func is world_to_local_base_map_into
+    assert CK.reduced_post is physics_compiled.reduced_post
+    assert not hasattr(CK, "reduced_dynamics")
 
 
 @pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
