@@ -22,6 +22,7 @@ from freeflyer_control.physics.actuators import (
     Actuation,
     base_wrench_limits,
     generalized_forces,
+    limit_wrench_into,
     mode_support,
     thruster_matrix,
 )
@@ -157,12 +158,14 @@ def test_blend_weight_has_one_definition_compiled_as_written():
         assert CK.blend_weight_compiled(t, 1.3, 0.7) == switcher.blend(t)
 
 
-def test_rotation_base_map_and_reduced_dynamics_are_physics_own_functions_compiled():
+def test_rotation_base_map_wrench_bound_and_reduced_dynamics_are_physics_own_functions_compiled():
     """The compiled engine runs the physics layer's definitions, not copies: the base rotation
-    and the world-to-base map of physics/state.py compiled as written, and for H*, C* the very
+    and the world-to-base map of physics/state.py and the ideal-wrench bound of
+    physics/actuators.py compiled as written, and for H*, C* the very
     kernel physics.reduced.reduced_dynamics finishes with (physics.compiled.reduced_post)."""
     assert K.base_rotation.py_func is base_rotation_into
     assert CK.base_map_from_rotation.py_func is world_to_local_base_map_into
+    assert CK.limit_base_wrench.py_func is limit_wrench_into
     assert CK.reduced_post is physics_compiled.reduced_post
     assert not hasattr(CK, "reduced_dynamics")
 

@@ -16,11 +16,13 @@ What the Python path does, per tick, and where it is defined there:
   from that same definition) and ``ControlEffort.blend``;
 * the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
   through the allocator (``control/allocation_kernel.py: allocate_forces``, compiled from that
-  same definition, which ``ThrusterAllocator`` runs too), or as an ideal bounded wrench; and the
+  same definition, which ``ThrusterAllocator`` runs too), or as an ideal wrench bounded by
+  ``physics/actuators.py: limit_wrench_into`` (compiled from that same definition) and turned to
+  base_link axes by ``physics/state.py: world_to_local_base_map_into`` (likewise); and the
   saturation of ``physics/actuators.py: generalized_forces`` (:func:`generalized_forces`).
 
-The base pose loop, the hybrid solve and the actuator saturation are written a second time
-here, in scalar loops: their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
+The base pose loop, the hybrid solve and the joint, wheel and thruster saturation are written a
+second time here, in scalar loops: their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
 version interpreted would cost the Python path tens of microseconds a call). docs/benchmarks.md
 says why; ``test/test_fast_modes.py`` checks every function here against its Python definition
 to round-off, and closed loops in every mode against the Python engine.
@@ -40,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
+from freeflyer_control.physics.actuators import limit_wrench_into
 from freeflyer_control.physics.compiled import reduced_post
 from freeflyer_control.physics.state import world_to_local_base_map_into
 from freeflyer_control.sim.fast.allocation import allocate_forces
@@ -260,36 +263,8 @@ def control_workspace(nv, nb):
             (np.empty((3, 3)), np.empty(3), np.empty(6)))
 
 
-@njit(**_JIT)
-def _clip_norm(w, lo, hi, limit):
-    """``physics.actuators._clip_norm`` on w[lo:hi], in place."""
-    big = 0.0
-    for k in range(lo, hi):
-        big = max(big, abs(w[k]))
-    if big > 1e150:
-        for k in range(lo, hi):
-            w[k] = w[k] / big
-    else:
-        s = 0.0
-        for k in range(lo, hi):
-            s += w[k] * w[k]
-        if math.sqrt(s) <= limit:
-            return
-    s = 0.0
-    for k in range(lo, hi):
-        s += w[k] * w[k]
-    f = limit / math.sqrt(s)
-    for k in range(lo, hi):
-        w[k] = w[k] * f
-
-
-@njit(**_JIT)
-def limit_base_wrench(planar, w, max_force, max_torque):
-    """``physics.actuators.limit_base_wrench`` in place: force and torque scaled down to
-    their bounds (N, N m), directions kept; a zero wrench is left alone."""
-    n_lin = 2 if planar else 3
-    _clip_norm(w, 0, n_lin, max_force)
-    _clip_norm(w, n_lin, w.shape[0], max_torque)
+# The ideal-wrench bound has one definition, in physics/actuators.py; compiled here as it is.
+limit_base_wrench = njit(**_JIT)(limit_wrench_into)
 
 
 @njit(**_JIT)
