@@ -22,15 +22,19 @@ from freeflyer_control.physics.actuators import (
     Actuation,
     base_wrench_limits,
     generalized_forces,
+    limit_wrench_into,
     mode_support,
     thruster_matrix,
 )
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State, rotation_from_xyzw
+from freeflyer_control.physics import compiled as physics_compiled
+from freeflyer_control.physics.state import (
+    State, base_rotation_into, rotation_from_xyzw, world_to_local_base_map_into)
 from freeflyer_control.sim.fast import control_kernels as CK
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
-from freeflyer_control.sim.fast.runner import _due_tick, _mode_table, compile_notice, not_covered, run_fast
+from freeflyer_control.sim.fast.runner import (
+    _due_tick, _mode_table, _reduced_layouts, compile_notice, not_covered, run_fast)
 from freeflyer_control.sim.runner import SimConfig, run_simulation
 from fast_support import assert_same_run
 
@@ -78,9 +82,7 @@ def test_mode_effort_is_the_computed_torque_law_in_every_mode(name):
     nb, nv, na, nw = ff.nb, m.nv, km.arm_v.size, km.wheel_v.size
     ws = K.workspace(m.njoints - 1, m.nq, nv, nb)
     cws = CK.control_workspace(nv, nb)
-    cmd = _mode_table(ff)
-    is_wheel = np.zeros(nv, dtype=bool)
-    is_wheel[km.wheel_v] = True
+    cmd, layouts = _mode_table(ff), _reduced_layouts(ff)
     gains = np.array([ct.base_gains.kp_linear, ct.base_gains.kd_linear, ct.base_gains.kp_attitude,
                       ct.base_gains.kd_attitude])
     limits = np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1)
@@ -104,7 +106,7 @@ def test_mode_effort_is_the_computed_torque_law_in_every_mode(name):
             u = (0.0 + ct.kd * (jref.velocity - v[km.arm_v])) + ct.kp * (jref.position - qa)
             arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
             CK.mode_effort(code, km.planar, nb, cmd[code, 0], cmd[code, 1], M, b, q, v, u, km.arm_v - nb,
-                           km.wheel_v - nb, is_wheel, km.wheel_v, limits, p_d, rotation_from_xyzw(xyzw), gains,
+                           km.wheel_v - nb, layouts[code], limits, p_d, rotation_from_xyzw(xyzw), gains,
                            arm, wheels, wrench, cws)
             scale = max(1.0, np.abs(effort.arm_torques).max(), np.abs(effort.base_wrench_world).max())
             # Same algebra in another order (Cholesky for LU, loops for BLAS): round-off of the
@@ -145,7 +147,7 @@ def test_compiled_generalized_forces_are_the_actuator_maps(name):
         expected = generalized_forces(ff, q, Actuation(arm, wheels, thrust, wrench), v)
         CK.generalized_forces(km.planar, nb, q, v, arm, wheels, thrust, wrench.copy(), km.arm_v, km.effort,
                               km.wheel_v, limits, speeds, B, umax, max_force, max_torque, np.empty((3, 3)),
-                              np.empty(nb), tau)
+                              np.empty((nb, nb)), np.empty(nb), tau)
         assert np.abs(tau - expected).max() < 1e-12 * max(1.0, np.abs(expected).max())
 
 
@@ -154,6 +156,18 @@ def test_blend_weight_has_one_definition_compiled_as_written():
     switcher.request("rotation-floating", 1.3)
     for t in np.linspace(1.0, 2.5, 61):
         assert CK.blend_weight_compiled(t, 1.3, 0.7) == switcher.blend(t)
+
+
+def test_rotation_base_map_wrench_bound_and_reduced_dynamics_are_physics_own_functions_compiled():
+    """The compiled engine runs the physics layer's definitions, not copies: the base rotation
+    and the world-to-base map of physics/state.py and the ideal-wrench bound of
+    physics/actuators.py compiled as written, and for H*, C* the very
+    kernel physics.reduced.reduced_dynamics finishes with (physics.compiled.reduced_post)."""
+    assert K.base_rotation.py_func is base_rotation_into
+    assert CK.base_map_from_rotation.py_func is world_to_local_base_map_into
+    assert CK.limit_base_wrench.py_func is limit_wrench_into
+    assert CK.reduced_post is physics_compiled.reduced_post
+    assert not hasattr(CK, "reduced_dynamics")
 
 
 @pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])

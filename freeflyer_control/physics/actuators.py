@@ -11,6 +11,7 @@ to the robot's :func:`base_wrench_limits`, keeping their directions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,28 +113,42 @@ def _base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
     return force, torque
 
 
-def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
-    """``x`` scaled down to norm ``limit`` if longer (direction kept, even for entries whose
-    squares overflow)."""
-    big = float(np.abs(x).max())
-    if big > 1e150:  # far over any limit, and its square would overflow: keep only the direction
-        x = x / big
-    elif float(np.sqrt(x @ x)) <= limit:
-        return x
-    return x * (limit / float(np.sqrt(x @ x)))
-
-
 def limit_base_wrench(ff: FreeFlyerModel, wrench: np.ndarray) -> np.ndarray:
     """An ideal base wrench (nb,), about the base_link origin in any axes (world or base_link),
     with its force scaled down to ``max_force`` and its torque to ``max_torque`` (N, N m; see
     :func:`base_wrench_limits`). Norms do not depend on the axes, so neither does the bound."""
     max_force, max_torque = base_wrench_limits(ff)
-    n_lin = 2 if ff.base == "planar" else 3
-    w = np.asarray(wrench, dtype=float)
-    f, m = _clip_norm(w[:n_lin], max_force), _clip_norm(w[n_lin:], max_torque)
-    if f is w[:n_lin] and m is w[n_lin:]:
-        return w
-    return np.concatenate([f, m])
+    w = np.asarray(wrench, dtype=float).tolist()  # plain floats: the loops below run faster on them
+    limit_wrench_into(ff.base == "planar", w, max_force, max_torque)
+    return np.array(w)
+
+
+def limit_wrench_into(planar, w, max_force, max_torque) -> None:
+    """:func:`limit_base_wrench` in place on w (nb,: force N, then torque N m; any axes): each
+    part scaled down to its bound if longer, its direction kept, also for entries whose squares
+    would overflow; a zero part is left alone. Plain scalar code: the compiled simulation
+    (sim/fast/control_kernels.py) compiles it as is."""
+    n_lin = 2 if planar else 3
+    for part in range(2):
+        lo, hi, limit = (0, n_lin, max_force) if part == 0 else (n_lin, len(w), max_torque)
+        big = 0.0
+        for k in range(lo, hi):
+            big = max(big, abs(w[k]))
+        if big > 1e150:  # far over any limit, and its square would overflow: keep only the direction
+            for k in range(lo, hi):
+                w[k] = w[k] / big
+        else:
+            s = 0.0
+            for k in range(lo, hi):
+                s += w[k] * w[k]
+            if math.sqrt(s) <= limit:
+                continue
+        s = 0.0
+        for k in range(lo, hi):
+            s += w[k] * w[k]
+        f = limit / math.sqrt(s)
+        for k in range(lo, hi):
+            w[k] = w[k] * f
 
 
 def _thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:

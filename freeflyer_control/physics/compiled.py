@@ -28,7 +28,10 @@ callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy pa
 numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
 for ~5-35 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
 0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules:
-after editing one, delete ``physics/__pycache__/*.nbi`` and ``*.nbc``.
+after editing one, delete ``physics/__pycache__/*.nbi`` and ``*.nbc``. The compiled simulation
+(``sim/fast/control_kernels.py``) calls :func:`reduced_post` in its loop, and numba does not
+notice edits to a compiled callee in another file either: after editing this module, delete
+``sim/fast/__pycache__/*.nbi`` and ``*.nbc`` too.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def reduced_dynamics(
         return _reduced_dynamics_numpy(ff, data, state, Mode.parse(mode), M, idle_wheels)
     # The compiled path: Pinocchio's calls, then one call of physics.compiled.reduced_post.
     plan = fastpath.cached_plan(_PLANS, (id(ff), mode, idle_wheels), ff,
-                                lambda: _reduced_plan(kernels, ff, mode, idle_wheels))
+                                lambda: reduced_plan(kernels, ff, mode, idle_wheels))
     q, v = state.q, state.v
     if M is None:
         M = pin.crba(ff.model, data, q)  # the kernel reads its upper triangle only
@@ -155,7 +155,10 @@ class _ReducedPlan:
 _PLANS: dict = {}
 
 
-def _reduced_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, idle_wheels: bool) -> _ReducedPlan:
+def reduced_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, idle_wheels: bool) -> _ReducedPlan:
+    """The layout (for ``kernels.reduced_post``, kernels = physics.compiled) and coordinate names
+    of ``mode``'s H*, C*: what :func:`reduced_dynamics` uses, and the compiled simulation
+    (sim/fast/runner.py) passes into its loop."""
     parsed = Mode.parse(mode)
     part = base_partition(ff.base, parsed)
     c = part.commanded_slice

@@ -56,8 +56,9 @@ def base_rotation_into(planar, q, Rb) -> None:
 
     Spatial: from q's quaternion (x, y, z, w) = q[3:7] with the formula of Eigen's
     ``Quaternion::toRotationMatrix`` (the same bits as ``pin.Quaternion``; unit norm assumed,
-    as Pinocchio does); planar: from (cos yaw, sin yaw) = q[2:4]. Plain scalar code for the
-    compiled GJM and H*/C* (physics.compiled); interpreted, Pinocchio's call is faster.
+    as Pinocchio does); planar: from (cos yaw, sin yaw) = q[2:4]. Plain scalar code, compiled as
+    is for the GJM and H*/C* (physics.compiled) and the compiled simulation (sim/fast/kernels:
+    ``base_rotation``); interpreted, Pinocchio's call is faster.
     """
     if planar:
         c, s = q[2], q[3]

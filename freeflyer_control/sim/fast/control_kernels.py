@@ -7,7 +7,8 @@ What the Python path does, per tick, and where it is defined there:
   on the base pose, attitude error log(R_d R^T) (:func:`log3`, Pinocchio's formula);
 * the mode-reduced dynamics H*, C* (``physics/reduced.py: reduced_dynamics``): the Schur
   complement over the free base coordinates (and the idle wheels, outside rotation-floating),
-  the commanded base coordinates changed to world axes (:func:`reduced_dynamics`);
+  the commanded base coordinates changed to world axes: ``physics/compiled.py: reduced_post``,
+  the very kernel ``reduced_dynamics`` finishes with, on the layout it builds for the mode;
 * the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*, or in
   rotation-floating the hybrid solve for the wheel accelerations with the wheel-torque clip
   (``rotation_floating_forces``) (:func:`mode_effort`);
@@ -15,14 +16,16 @@ What the Python path does, per tick, and where it is defined there:
   from that same definition) and ``ControlEffort.blend``;
 * the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
   through the allocator (``control/allocation_kernel.py: allocate_forces``, compiled from that
-  same definition, which ``ThrusterAllocator`` runs too), or as an ideal bounded wrench; and the
+  same definition, which ``ThrusterAllocator`` runs too), or as an ideal wrench bounded by
+  ``physics/actuators.py: limit_wrench_into`` (compiled from that same definition) and turned to
+  base_link axes by ``physics/state.py: world_to_local_base_map_into`` (likewise); and the
   saturation of ``physics/actuators.py: generalized_forces`` (:func:`generalized_forces`).
 
-The matrix laws are written a second time here, in scalar loops: their Python definitions are
-vectorised NumPy/LAPACK (a plain-loop version would cost the Python path milliseconds a tick),
-and ``physics/reduced.py`` is being rebuilt for target 2 of issue 13. docs/benchmarks.md says
-why; ``test/test_fast_modes.py`` checks every function here against its Python definition to
-round-off, and closed loops in every mode against the Python engine.
+The base pose loop, the hybrid solve and the joint, wheel and thruster saturation are written a
+second time here, in scalar loops: their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
+version interpreted would cost the Python path tens of microseconds a call). docs/benchmarks.md
+says why; ``test/test_fast_modes.py`` checks every function here against its Python definition
+to round-off, and closed loops in every mode against the Python engine.
 
 Mode codes are indices in ``list(Mode)``: 0 floating, 1 rotation-floating, 2 rotation-flying,
 3 translation-flying, 4 flying. Base coordinates are Pinocchio's (base_link axes); commanded
@@ -39,14 +42,15 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
+from freeflyer_control.physics.actuators import limit_wrench_into
+from freeflyer_control.physics.compiled import reduced_post
+from freeflyer_control.physics.state import world_to_local_base_map_into
 from freeflyer_control.sim.fast.allocation import allocate_forces
 from freeflyer_control.sim.fast.kernels import (
     _JIT,
     TS_PREC,
     arm_positions,
     base_rotation,
-    cholesky,
-    cholesky_solve,
     mass_and_bias,
     plant_step,
     wilde_reference,
@@ -58,6 +62,7 @@ BASE_NONE, BASE_IDEAL, BASE_THRUSTERS = 0, 1, 2
 
 # The blend weight has one definition, in control/mode_switch.py; compiled here as it is.
 blend_weight_compiled = njit(**_JIT)(blend_weight)
+base_map_from_rotation = njit(**_JIT)(world_to_local_base_map_into)
 
 
 @njit(**_JIT)
@@ -116,118 +121,6 @@ def base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, out, Rb, scratch):
             full[3 + a] = kp_a * e_att[a] + kd_a * (0.0 - ang)
     for k in range(c1 - c0):
         out[k] = full[c0 + k]
-
-
-@njit(**_JIT)
-def reduced_dynamics(planar, nb, M, b, q, v, c0, c1, idle_wheels, is_wheel, wheel_v, H, C, cws):
-    """H[:n, :n], C[:n] = H*, C* over the commanded base coordinates c0:c1 (world axes) and
-    the joints (without the wheels if ``idle_wheels``); returns n.
-
-    M, b: full mass matrix and nonlinear effects at (q, v). The eliminated coordinates are the
-    free base ones, then the wheels if idle, in the order of ``physics.reduced``.
-    """
-    nv = M.shape[0]
-    act, elim, X, Lf, Rb, T, moc, tmp = cws[0], cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
-    na = 0
-    for i in range(c0, c1):
-        act[na] = i
-        na += 1
-    for j in range(nb, nv):
-        if not (idle_wheels and is_wheel[j]):
-            act[na] = j
-            na += 1
-    ne = 0
-    for i in range(nb):
-        if i < c0 or i >= c1:
-            elim[ne] = i
-            ne += 1
-    if idle_wheels:
-        for w in range(wheel_v.shape[0]):
-            elim[ne] = wheel_v[w]
-            ne += 1
-    for i in range(na):
-        C[i] = b[act[i]]
-        for j in range(na):
-            H[i, j] = M[act[i], act[j]]
-    if ne:
-        # X = M_ff^-1 [M_fa, b_f] (M_ff is a principal block of M: SPD, Cholesky)
-        Mff = cws[14][:ne, :ne]
-        for r in range(ne):
-            for c in range(r + 1):
-                Mff[r, c] = M[elim[r], elim[c]]
-        if not cholesky(Mff, Lf[:ne, :ne]):
-            raise np.linalg.LinAlgError("free-base inertia not positive definite")
-        L = Lf[:ne, :ne]
-        col = tmp[:ne]
-        for c in range(na + 1):
-            for r in range(ne):
-                col[r] = M[elim[r], act[c]] if c < na else b[elim[r]]
-            cholesky_solve(L, col)
-            for r in range(ne):
-                X[r, c] = col[r]
-        for i in range(na):
-            for j in range(na + 1):
-                g = 0.0
-                for r in range(ne):
-                    g += M[act[i], elim[r]] * X[r, j]
-                if j < na:
-                    H[i, j] -= g
-                else:
-                    C[i] -= g
-    nc = c1 - c0
-    if nc:
-        # nu_c = T u with T = world -> base_link on the commanded block; T' u = -w_b x nu_c
-        base_rotation(planar, q, Rb)
-        for a in range(nb):
-            moc[a] = 0.0
-            for c in range(nb):
-                T[a, c] = 0.0
-        if planar:
-            T[0, 0], T[0, 1], T[1, 0], T[1, 1], T[2, 2] = Rb[0, 0], Rb[1, 0], Rb[0, 1], Rb[1, 1], 1.0
-            moc[0], moc[1] = v[2] * v[1], -v[2] * v[0]
-        else:
-            for a in range(3):
-                for c in range(3):
-                    T[a, c] = Rb[c, a]
-                    T[3 + a, 3 + c] = Rb[c, a]
-            wx, wy, wz, vx, vy, vz = v[3], v[4], v[5], v[0], v[1], v[2]
-            moc[0] = -(wy * vz - wz * vy)
-            moc[1] = -(wz * vx - wx * vz)
-            moc[2] = -(wx * vy - wy * vx)
-        for i in range(na):
-            s = 0.0
-            for k in range(nc):
-                s += H[i, k] * moc[c0 + k]
-            C[i] += s
-        for j in range(na):  # H[:nc, :] = T^T H[:nc, :]
-            for a in range(nc):
-                s = 0.0
-                for k in range(nc):
-                    s += T[c0 + k, c0 + a] * H[k, j]
-                tmp[a] = s
-            for a in range(nc):
-                H[a, j] = tmp[a]
-        for i in range(na):  # H[:, :nc] = H[:, :nc] T
-            for a in range(nc):
-                s = 0.0
-                for k in range(nc):
-                    s += H[i, k] * T[c0 + k, c0 + a]
-                tmp[a] = s
-            for a in range(nc):
-                H[i, a] = tmp[a]
-        for a in range(nc):
-            s = 0.0
-            for k in range(nc):
-                s += T[c0 + k, c0 + a] * C[k]
-            tmp[a] = s
-        for a in range(nc):
-            C[a] = tmp[a]
-    for i in range(na):
-        for j in range(i + 1, na):
-            s = 0.5 * (H[i, j] + H[j, i])
-            H[i, j] = s
-            H[j, i] = s
-    return na
 
 
 @njit(**_JIT)
@@ -295,24 +188,29 @@ def hybrid_dynamics(H, C, n, acc, unknown, rows, force, out, A, rhs, piv):
 
 
 @njit(**_JIT)
-def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel, is_wheel, wheel_v,
-                wheel_limit, p_d, R_d, gains, arm_out, wheel_out, wrench_out, cws):
+def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel, layout, wheel_limit,
+                p_d, R_d, gains, arm_out, wheel_out, wrench_out, cws):
     """``ComputedTorque.effort`` in ``mode`` with commanded base coordinates c0:c1: arm
     torques (arm order, N m), wheel torques (config order, N m) and the base wrench (world
     axes, about the base_link origin) into arm_out, wheel_out, wrench_out.
 
-    u_arm: the arm's desired accelerations (arm order, rad/s^2).
+    M, b: mass matrix (upper triangle read) and nonlinear effects at (q, v). u_arm: the arm's
+    desired accelerations (arm order, rad/s^2). layout: ``physics.compiled.reduced_layout`` of
+    the mode's H*, C* (``physics.reduced.reduced_plan``: wheels idle outside rotation-floating).
     """
-    H, C, acc, force, forces, ubase = cws[8], cws[9], cws[10], cws[11], cws[12], cws[13]
-    A, rhs, piv, unknown, rows, bscratch = cws[14], cws[15], cws[16], cws[17], cws[18], cws[19]
+    Rb, acc, force, forces, ubase = cws[0], cws[1], cws[2], cws[3], cws[4]
+    A, rhs, piv, unknown, rows, bscratch = cws[5], cws[6], cws[7], cws[8], cws[9], cws[10]
+    H, C, info = reduced_post(M, b, v, q, layout)
+    if info:
+        raise np.linalg.LinAlgError("free-base inertia not positive definite")
+    n = H.shape[0]
     nc = c1 - c0
     na, nw = arm_rel.shape[0], wheel_rel.shape[0]
     if nc:
-        base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, cws[4], bscratch)
+        base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, Rb, bscratch)
     for k in range(nb):
         wrench_out[k] = 0.0
     if mode != ROTATION_FLOATING:
-        n = reduced_dynamics(planar, nb, M, b, q, v, c0, c1, True, is_wheel, wheel_v, H, C, cws)
         for k in range(nc):
             acc[k] = ubase[k]
         for k in range(na):
@@ -325,7 +223,6 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         for w in range(nw):
             wheel_out[w] = 0.0
         return
-    n = reduced_dynamics(planar, nb, M, b, q, v, c0, c1, False, is_wheel, wheel_v, H, C, cws)
     for j in range(n):
         acc[j] = 0.0
         force[j] = 0.0
@@ -361,53 +258,23 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
 def control_workspace(nv, nb):
     """Scratch arrays of :func:`mode_effort` (one allocation per compiled call)."""
     i64 = np.int64
-    return (np.empty(nv, i64), np.empty(nv, i64), np.empty((nv, nv + 1)), np.empty((nv, nv)),
-            np.empty((3, 3)), np.empty((nb, nb)), np.empty(nb), np.empty(nv + 1),
-            np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nb),
+    return (np.empty((3, 3)), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nb),
             np.empty((nv, nv)), np.empty(nv), np.empty(nv, i64), np.empty(nv, i64), np.empty(nv, i64),
             (np.empty((3, 3)), np.empty(3), np.empty(6)))
 
 
-@njit(**_JIT)
-def _clip_norm(w, lo, hi, limit):
-    """``physics.actuators._clip_norm`` on w[lo:hi], in place."""
-    big = 0.0
-    for k in range(lo, hi):
-        big = max(big, abs(w[k]))
-    if big > 1e150:
-        for k in range(lo, hi):
-            w[k] = w[k] / big
-    else:
-        s = 0.0
-        for k in range(lo, hi):
-            s += w[k] * w[k]
-        if math.sqrt(s) <= limit:
-            return
-    s = 0.0
-    for k in range(lo, hi):
-        s += w[k] * w[k]
-    f = limit / math.sqrt(s)
-    for k in range(lo, hi):
-        w[k] = w[k] * f
-
-
-@njit(**_JIT)
-def limit_base_wrench(planar, w, max_force, max_torque):
-    """``physics.actuators.limit_base_wrench`` in place: force and torque scaled down to
-    their bounds (N, N m), directions kept; a zero wrench is left alone."""
-    n_lin = 2 if planar else 3
-    _clip_norm(w, 0, n_lin, max_force)
-    _clip_norm(w, n_lin, w.shape[0], max_torque)
+# The ideal-wrench bound has one definition, in physics/actuators.py; compiled here as it is.
+limit_base_wrench = njit(**_JIT)(limit_wrench_into)
 
 
 @njit(**_JIT)
 def generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench_world, arm_v, effort, wheel_v, wheel_limit,
-                       wheel_speed, B, thrust_max, max_force, max_torque, Rb, w, tau):
+                       wheel_speed, B, thrust_max, max_force, max_torque, Rb, T, w, tau):
     """tau (nv,) = ``physics.actuators.generalized_forces`` of the held commands at (q, v):
     arm torques clipped to the effort limits, wheel torques to their limits (zero where a
     wheel at its speed limit would be pushed faster), thruster forces to [0, thrust_max] N
     through B (nb, n: base_link wrench per newton), the ideal base wrench (world axes)
-    bounded and turned to base_link axes. ``w`` (nb,): scratch."""
+    bounded and turned to base_link axes. ``w`` (nb,), Rb (3, 3), T (nb, nb): scratch."""
     for k in range(tau.shape[0]):
         tau[k] = 0.0
     for j in range(arm_v.shape[0]):
@@ -431,29 +298,26 @@ def generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench_world, arm_
     if not any_wrench:
         return
     limit_base_wrench(planar, w, max_force, max_torque)
-    world_to_local(planar, q, w, Rb, w)
-    for k in range(nb):
-        tau[k] += w[k]
+    world_to_local(planar, q, w, Rb, T, tau[:nb], True)
 
 
 @njit(**_JIT)
-def world_to_local(planar, q, w, Rb, out):
-    """out (nb,) = ``physics.actuators.world_wrench_to_local``: a base wrench about the
-    base_link origin from world axes to base_link axes (out may be w)."""
+def world_to_local(planar, q, w, Rb, T, out, add):
+    """out (nb,) = T(q) w, plus out's values if ``add``: ``physics.actuators.world_wrench_to_local``,
+    a base wrench about the base_link origin from world axes to base_link axes. T is
+    ``physics.state.world_to_local_base_map`` (its plain function, compiled as is, into the
+    scratch T (nb, nb); Rb (3, 3): scratch). out must not be w."""
     base_rotation(planar, q, Rb)
-    if planar:
-        fx = Rb[0, 0] * w[0] + Rb[1, 0] * w[1]
-        fy = Rb[0, 1] * w[0] + Rb[1, 1] * w[1]
-        out[0], out[1], out[2] = fx, fy, w[2]
-        return
-    f0, f1, f2, m0, m1, m2 = w[0], w[1], w[2], w[3], w[4], w[5]
-    for a in range(3):
-        out[a] = Rb[0, a] * f0 + Rb[1, a] * f1 + Rb[2, a] * f2
-        out[3 + a] = Rb[0, a] * m0 + Rb[1, a] * m1 + Rb[2, a] * m2
+    base_map_from_rotation(planar, Rb, T)
+    for r in range(out.shape[0]):
+        s = out[r] if add else 0.0
+        for c in range(w.shape[0]):
+            s += T[r, c] * w[c]
+        out[r] = s
 
 
 @njit(**_JIT)
-def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, is_wheel, effort,
+def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
               wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
               kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
@@ -462,7 +326,8 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     """Control ticks k0 .. k1-1 in lockstep with the plant, in ``mode`` (blended from
     ``previous``, -1 for none, since ``switched_at`` s over ``blend_time`` s). State q, v and
     world momentum mom are updated in place; M, b: M(q), b(q, v) of the plant model on entry
-    and on exit. cmd[m] = (c0, c1): the commanded base coordinates of mode m.
+    and on exit. cmd[m] = (c0, c1): the commanded base coordinates of mode m; layouts[m]: the
+    ``physics.compiled.reduced_layout`` of its H*, C* (the same length, nv + 4, for every mode).
 
     ``base_actuation`` (a code, see the module docstring) maps the base wrench: to the
     thrusters through ``alloc`` = (B, A2, u, params, work, iwork) of the controller's
@@ -493,6 +358,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     tau = np.zeros(nv)
     wsc = np.empty(nb)
     Rb = np.empty((3, 3))
+    Tb = np.empty((nb, nb))
     Mc = np.empty((nv, nv))
     bc = np.empty(nv)
     qn = np.empty(nq)
@@ -518,11 +384,12 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
             mass_and_bias(kmC, q, v, Mc, bc, ws)
             Mu, bu = Mc, bc
         mode_effort(mode, planar, nb, cmd[mode, 0], cmd[mode, 1], Mu, bu, q, v, u, arm_rel, wheel_rel,
-                    is_wheel, wheel_v, wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws)
+                    layouts[mode], wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws)
         s = 1.0 if previous < 0 else blend_weight_compiled(t, switched_at, blend_time)
         if s < 1.0:
             mode_effort(previous, planar, nb, cmd[previous, 0], cmd[previous, 1], Mu, bu, q, v, u, arm_rel,
-                        wheel_rel, is_wheel, wheel_v, wheel_limit, p_d, R_d, gains, arm0, wheels0, wrench0, cws)
+                        wheel_rel, layouts[previous], wheel_limit, p_d, R_d, gains, arm0, wheels0, wrench0,
+                        cws)
             for j in range(na):
                 arm[j] = (1 - s) * arm0[j] + s * arm[j]
             for j in range(nw):
@@ -536,7 +403,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         for j in range(thrust.shape[0]):
             thrust[j] = 0.0
         if base_actuation == BASE_THRUSTERS and any_wrench:
-            world_to_local(planar, q, wrench, Rb, w_local)
+            world_to_local(planar, q, wrench, Rb, Tb, w_local, False)
             allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
         if k % log_every == 0 or k == n_ticks:
             for j in range(thrust.shape[0]):
@@ -560,7 +427,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
                 wrench[j] = 0.0
         for _ in range(substeps):
             generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench, arm_v, effort, wheel_v, wheel_limit,
-                               wheel_speed, B_plant, thrust_max, max_force, max_torque, Rb, wsc, tau)
+                               wheel_speed, B_plant, thrust_max, max_force, max_torque, Rb, Tb, wsc, tau)
             plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
             q[:] = qn
             v[:] = vn

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.control.maneuvers import wilde_profile
+from freeflyer_control.physics.state import base_rotation_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 # For the kernels that allocate nothing: without numba's runtime (NRT), the array views their
@@ -722,23 +723,9 @@ def _bracket(planar, xi, eta, out):
         out[5] = w1x * w2y - w1y * w2x
 
 
-@njit(**_NO_NRT)
-def base_rotation(planar, q, Rb):
-    """Rb = world <- base_link rotation (3x3) of configuration q."""
-    if planar:
-        c, s = q[2], q[3]
-        Rb[0, 0], Rb[0, 1], Rb[0, 2] = c, -s, 0.0
-        Rb[1, 0], Rb[1, 1], Rb[1, 2] = s, c, 0.0
-        Rb[2, 0], Rb[2, 1], Rb[2, 2] = 0.0, 0.0, 1.0
-        return
-    x, y, z, w = q[3], q[4], q[5], q[6]
-    tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
-    twx, twy, twz = tx * w, ty * w, tz * w
-    txx, txy, txz = tx * x, ty * x, tz * x
-    tyy, tyz, tzz = ty * y, tz * y, tz * z
-    Rb[0, 0], Rb[0, 1], Rb[0, 2] = 1.0 - (tyy + tzz), txy - twz, txz + twy
-    Rb[1, 0], Rb[1, 1], Rb[1, 2] = txy + twz, 1.0 - (txx + tzz), tyz - twx
-    Rb[2, 0], Rb[2, 1], Rb[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+# Rb = world <- base_link rotation (3x3) of configuration q: the one definition, in
+# physics/state.py, compiled as it is.
+base_rotation = njit(**_NO_NRT)(base_rotation_into)
 
 
 @njit(**_NO_NRT)

@@ -39,9 +39,11 @@ from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
+from freeflyer_control.physics import compiled as PC
 from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
+from freeflyer_control.physics.reduced import reduced_plan
 from freeflyer_control.physics.state import rotation_from_xyzw
 from freeflyer_control.sim.fast import control_kernels as CK
 from freeflyer_control.sim.fast import kernels as K
@@ -141,6 +143,13 @@ def _mode_table(ff) -> np.ndarray:
     return table
 
 
+def _reduced_layouts(ff) -> np.ndarray:
+    """(5, nv + 4): per mode code, the layout of its H*, C* for ``physics.compiled.reduced_post``,
+    as ``physics.reduced.reduced_dynamics`` builds it for ComputedTorque: the wheels idle
+    (eliminated) in every mode but rotation-floating, where they are actuated."""
+    return np.stack([reduced_plan(PC, ff, mode, mode is not Mode.ROTATION_FLOATING).layout for mode in _MODES])
+
+
 def run_fast(config, progress: Callable[[float, float], None] | None = None, *, stream=None):
     """Same contract and result as ``run_simulation(config, progress, stream=stream)`` for a
     covered config.
@@ -192,13 +201,11 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     bg = ct.base_gains
     gains = np.array([bg.kp_linear, bg.kd_linear, bg.kp_attitude, bg.kd_attitude])
     base_ref = maneuver.base_reference(0.0)  # the joint maneuvers hold the start pose
-    is_wheel = np.zeros(nv, dtype=bool)
-    is_wheel[kp_model.wheel_v] = True
     max_force, max_torque = base_wrench_limits(ff)
     ref_rate = float(maneuver.rate) if isinstance(maneuver, Wilde) else 0.1
     args_static = (
         kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
-        kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, is_wheel, kp_model.effort,
+        kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, _reduced_layouts(ff), kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
         float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], _allocator(loop, nb),
         np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
