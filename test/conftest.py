@@ -64,6 +64,28 @@ class PackageLog(logging.Handler):
                 lg.disabled = old_disabled
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels_ready():
+    """Compile (or load from numba's cache) every numba kernel once, before the first test.
+
+    Tests that check what a command prints expect that output alone. Without this, whichever of
+    them first reaches a compiled path on a cold cache (every fresh CI clone) would also get the
+    one-time "compiling the simulation kernels" lines, and pass or fail by test order. The notice
+    itself is tested in test_fast_modes, the allocator's cold start in a subprocess of
+    test_allocation_kernel."""
+    from freeflyer_control.sim import fast
+
+    if fast.available():
+        from freeflyer_control.control.allocation import ThrusterAllocator
+        from freeflyer_control.physics import fastpath
+        from freeflyer_control.sim.fast.runner import warm_up
+
+        warm_up()
+        fastpath.kernels()
+        ThrusterAllocator(load_robot("planar_4link")).allocate(np.zeros(3))
+    yield
+
+
 @pytest.fixture
 def package_log() -> PackageLog:
     """Records of the package's loggers, independent of what else configured logging."""
