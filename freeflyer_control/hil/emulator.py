@@ -61,7 +61,7 @@ from freeflyer_control.physics.state import (
     joint_positions,
 )
 
-from .compiled_plant import make_plant
+from freeflyer_control.sim.fast.plant import make_plant
 from .config import TestbedConfig, _number, _section
 from .frames import axes_matrix
 
@@ -249,7 +249,7 @@ class TestbedEmulator:
         settings: default ``EmulatorSettings.from_mapping(config.emulator)``.
         faults: faults to inject (more with :meth:`add_fault`).
         seed: seed of every noise and dropout draw (deterministic).
-        compiled: step the plant on the compiled kernel (:mod:`.compiled_plant`): True (raises
+        compiled: step the plant on the compiled kernel (:mod:`freeflyer_control.sim.fast.plant`): True (raises
             if it cannot), None (when numba is installed and covers the robot), False (the
             Python ``Plant``, the default). The two agree to round-off; ``plant_note`` says
             which one runs.

@@ -241,6 +241,34 @@ class StartupError(Exception):
     """A node cannot start; it has logged why (what to fix). spin_node exits with code 1."""
 
 
+# plant_node's and testbed_emulator's integration step (sim.fast.plant.make_plant's ``compiled``).
+PLANT_STEPS = {"auto": None, "compiled": True, "python": False}
+PLANT_STEP_PARAM = Param(
+    "plant_step", "auto", "the plant's integration step: compiled (numba; the first use compiles it, "
+    "then it loads from numba's cache), python, or auto (compiled when numba is installed)",
+    choices=tuple(PLANT_STEPS), read_only=True)
+
+
+def plant_step_choice(node: Node, value: str) -> bool | None:
+    """``compiled`` for make_plant / PlantServer from the ``plant_step`` parameter; says in the log
+    that the compiled step is being prepared, as the first use after an install takes minutes."""
+    from freeflyer_control.sim.fast import available
+
+    compiled = PLANT_STEPS[value]
+    if compiled is not False and available():
+        node.get_logger().info("preparing the compiled plant step (numba: about a second from its cache; "
+                               "the first use after an install compiles it, which takes a minute or two)")
+    return compiled
+
+
+def refuse_plant_step(node: Node, exc: Exception) -> StartupError:
+    """Log why ``plant_step:=compiled`` cannot run (numba missing: ImportError; a joint the
+    kernels lack: NotCovered) and return the StartupError to raise."""
+    fix = " (install the extra 'fast', or set plant_step:=auto)" if isinstance(exc, ImportError) else ""
+    node.get_logger().fatal(f"parameter plant_step:=compiled refused: {exc}{fix}")
+    return StartupError(str(exc))
+
+
 def load_testbed_for(node: Node, value: str):
     """The testbed config the parameter ``value`` names (a path or a bundled name), or log the
     reason (which key, what to write) and raise StartupError."""

@@ -42,6 +42,7 @@ from visualization_msgs.msg import Marker
 
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
+    PLANT_STEP_PARAM,
     ROBOT_PARAMS,
     STATE_PUB_QOS,
     Param,
@@ -50,7 +51,9 @@ from freeflyer_control.nodes.common import (
     diagnostics,
     now_s,
     param_result,
+    plant_step_choice,
     quiet_publisher,
+    refuse_plant_step,
     robot_from_parameters,
     spin_node,
     state_messages,
@@ -60,6 +63,7 @@ from freeflyer_control.physics.state import make_state
 from freeflyer_control.ros.conversions import BaseReading, MessageError, StateFields
 from freeflyer_control.runtime.object_plant import held_initial_state
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
+from freeflyer_control.sim.fast.model import NotCovered
 
 PARAMS = ROBOT_PARAMS + (
     Param("rate", 500.0, "integration and publication rate, Hz", range=(1.0, 5000.0), read_only=True),
@@ -82,6 +86,7 @@ PARAMS = ROBOT_PARAMS + (
           "being held", read_only=True),
     Param("object_rate", 50.0, "object odometry, grasp wrench, TF and marker rate, Hz", range=(1.0, 500.0),
           read_only=True),
+    PLANT_STEP_PARAM,
 )
 
 
@@ -108,9 +113,14 @@ class PlantNode(Node):
                                **({"base_yaw": p["initial_base_yaw"]} if self.ff.base == "planar" else {}))
         noise = SensorNoise(p["noise_joint_position"], p["noise_joint_velocity"], p["noise_base_position"],
                             p["noise_base_attitude"], p["noise_base_velocity"], p["noise_base_velocity"])
-        self.server = PlantServer(self.ff, state, rate=p["rate"], command_timeout=p["command_timeout"],
-                                  noise=noise, latency=p["latency"], seed=p["seed"], obj=self.obj,
-                                  object_free=p["object_free"])
+        try:
+            self.server = PlantServer(self.ff, state, rate=p["rate"], command_timeout=p["command_timeout"],
+                                      noise=noise, latency=p["latency"], seed=p["seed"], obj=self.obj,
+                                      object_free=p["object_free"],
+                                      compiled=plant_step_choice(self, p["plant_step"]))
+        except (NotCovered, ImportError) as exc:  # plant_step:=compiled that cannot run
+            raise refuse_plant_step(self, exc) from None
+        self.get_logger().info(self.server.plant_note)
         self.period = 1.0 / p["rate"]
         self.errors = 0
         self.overruns = 0

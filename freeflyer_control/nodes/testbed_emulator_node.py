@@ -42,21 +42,22 @@ from freeflyer_control.errors import ConfigError
 from freeflyer_control.hil.emulator import FAULT_KINDS, EmulatorSettings, TestbedEmulator, parse_fault
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
+    PLANT_STEP_PARAM,
     STATE_PUB_QOS,
     Param,
     StartupError,
     declare,
     diagnostics,
     load_testbed_for,
+    plant_step_choice,
+    refuse_plant_step,
     spin_node,
     state_messages,
 )
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.fast import available as fast_available
 from freeflyer_control.sim.fast.model import NotCovered
 from freeflyer_control.ros.conversions import fields_from_state
 
-PLANT_STEPS = ("auto", "compiled", "python")
 PARAMS = (
     Param("testbed_config", "", "testbed config .yaml: a path, or a name or path relative to the package's "
           "config/testbeds/ (e.g. planar_4link)", read_only=True),
@@ -70,9 +71,7 @@ PARAMS = (
     Param("step_rate", 0.0, "Hz of the stepping and publishing timer (0: the testbed config's rate)",
           range=(0.0, 5000.0), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
-    Param("plant_step", "auto", "the plant's integration step: compiled (numba; the first use compiles it, "
-          "then it loads from numba's cache), python, or auto (compiled when numba is installed)",
-          choices=PLANT_STEPS, read_only=True),
+    PLANT_STEP_PARAM,
 )
 
 
@@ -134,22 +133,16 @@ class TestbedEmulatorNode(Node):
         try:
             settings = EmulatorSettings.from_mapping(self.config.emulator)
             faults = [parse_fault(f) for f in p["faults"] if f.strip()]
-            compiled = {"auto": None, "compiled": True, "python": False}[p["plant_step"]]
-            if compiled is not False and fast_available():
-                self.get_logger().info("preparing the compiled plant step (numba: about a second from its cache; "
-                                       "the first use after an install compiles it, which takes a minute or two)")
+            compiled = plant_step_choice(self, p["plant_step"])
             emulator = TestbedEmulator(self.config, state, settings=settings, seed=p["seed"], compiled=compiled)
             for fault in faults:
                 emulator.add_fault(fault)
             self.faults = tuple(faults)
+        except (NotCovered, ImportError) as exc:  # plant_step:=compiled that cannot run
+            raise refuse_plant_step(self, exc) from None
         except (ConfigError, ValueError) as exc:
-            what = "parameter plant_step:=compiled" if isinstance(exc, NotCovered) else (
-                "testbed config" if isinstance(exc, ConfigError) else "parameter faults")
+            what = "testbed config" if isinstance(exc, ConfigError) else "parameter faults"
             self.get_logger().fatal(f"{what} refused: {exc}")
-            raise StartupError(str(exc)) from None
-        except ImportError as exc:  # plant_step:=compiled without numba
-            self.get_logger().fatal(f"parameter plant_step:=compiled refused: {exc} (install the extra 'fast', "
-                                    "or set plant_step:=auto)")
             raise StartupError(str(exc)) from None
         self.get_logger().info(emulator.plant_note)
         return emulator

@@ -33,6 +33,7 @@ from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import State
 from freeflyer_control.ros.conversions import BaseReading, StateFields, fields_from_state, finite_array
 from freeflyer_control.runtime.object_plant import ObjectPlant, ObjectReading
+from freeflyer_control.sim.fast.plant import make_plant
 
 
 @dataclass(frozen=True)
@@ -74,15 +75,19 @@ class PlantServer:
     obj: the object the robot holds (``state`` must hold it: runtime.object_plant.held_initial_state)
         or, with ``object_free``, the object floating free near the first grasping end-effector.
     capture_tolerances: when a requested capture may close.
+    compiled: the integration step of a plant without object: False the Python ``Plant``, True
+        the compiled one (sim.fast.plant, equal to it to round-off), None compiled when numba is
+        installed and covers the robot. ``plant_note`` says which one runs, in one line.
 
     Raises:
         ValueError: a non-finite or non-positive rate or timeout, a negative or too long latency.
+        ImportError / NotCovered: ``compiled=True`` and the compiled step cannot be used.
     """
 
     def __init__(self, ff: FreeFlyerModel, state: State, *, rate: float, command_timeout: float = 0.1,
                  noise: SensorNoise = SensorNoise(), latency: float = 0.0, seed: int = 0,
                  obj: ObjectConfig | None = None, object_free: bool = False,
-                 capture_tolerances: CaptureTolerances = CaptureTolerances()):
+                 capture_tolerances: CaptureTolerances = CaptureTolerances(), compiled: bool | None = False):
         if not (np.isfinite(rate) and rate > 0):
             raise ValueError(f"rate must be a finite number of Hz > 0, got {rate}")
         if not (np.isfinite(command_timeout) and command_timeout > 0):
@@ -95,7 +100,10 @@ class PlantServer:
         self.ff = ff
         self.initial = state.copy()
         self._object_args = (obj, object_free, capture_tolerances)
-        self._plant = Plant(ff, state, 1.0 / rate) if obj is None else None
+        if obj is None:
+            self._plant, self.plant_note = make_plant(ff, state, 1.0 / rate, compiled=compiled)
+        else:
+            self._plant, self.plant_note = None, "plant step: Python (a held or free object: closed chains)"
         self.objects: ObjectPlant | None = None if obj is None else ObjectPlant(
             ff, obj, state, 1.0 / rate, free=object_free, tolerances=capture_tolerances)
         self.command_timeout = command_timeout

@@ -1,16 +1,18 @@
-"""The emulator's plant on the compiled step (numba), when numba is installed.
+"""The simulated plant on the compiled step (numba), when numba is installed: plant_node's and
+the testbed emulator's.
 
 :class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose RKMK4 step with
 momentum projection runs in :func:`freeflyer_control.sim.fast.kernels.plant_step`, the compiled
 form of the same integrator (held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
-test/test_hil_compiled_plant.py). Everything else is ``Plant``'s own: the divergence checks (speed
+test/test_compiled_plant.py). Everything else is ``Plant``'s own: the divergence checks (speed
 bounds and the energy balance, from the work of the held forces over the same RK4 stages), the
 momentum bookkeeping, ``state`` and resets. It takes raw generalized forces (``step(tau=...)``),
 as the emulator gives them; contact (``plant.contact``) is not compiled (the Python step runs).
 
-Why: the testbed emulator steps its plant at 1 kHz inside a ROS node; the Python step (four
-Pinocchio right-hand sides, projection, checks: ~60-100 us) was the largest single cost of the
-emulator after rclpy itself. Compiled, a step costs a few microseconds.
+Why: plant_node (alone or in sim_loop_node's lockstep) and the testbed emulator step their plant
+at up to 1 kHz inside a ROS node; the Python step (four Pinocchio right-hand sides, projection,
+checks: ~35-150 us) was the largest single cost of those nodes after rclpy itself. Compiled, the
+integration costs a few microseconds.
 
 :func:`make_plant` picks it when ``freeflyer_control.sim.fast.available()`` and the robot's
 joints are covered, else the Python ``Plant``; the first use compiles the kernels (tens of seconds

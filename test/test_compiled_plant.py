@@ -1,4 +1,4 @@
-"""The emulator's compiled plant (hil/compiled_plant.py) against the Python Plant it replaces.
+"""The compiled plant (sim/fast/plant.py) of the testbed emulator and plant_node against the Python Plant it replaces.
 
 Skipped where numba is not installed (the optional 'fast' extra); the Python plant then runs,
 which test_hil_emulator.py and test_hil_closed_loop.py cover.
@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from freeflyer_control.hil.compiled_plant import CompiledPlant, make_plant
+from freeflyer_control.sim.fast.plant import CompiledPlant, make_plant
 from freeflyer_control.hil.config import load_testbed_config
 from freeflyer_control.hil.emulator import TestbedEmulator
 from freeflyer_control.model import load_robot
@@ -103,3 +103,32 @@ def test_emulator_on_the_compiled_plant_sends_what_it_sends_on_the_python_one():
     assert max(np.abs(a.positions - b.positions).max() for a, b in zip(enc_fast, enc_slow)) <= count * 1.0001
     cap_fast, cap_slow = fast.capture_samples(0.5), slow.capture_samples(0.5)
     assert max(np.abs(a.position - b.position).max() for a, b in zip(cap_fast, cap_slow)) < TOL
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
+def test_plant_server_on_the_compiled_step_publishes_what_the_python_one_does(name):
+    """plant_node's server (sim_loop_node's too) with ``compiled=None`` (plant_step:=auto) under
+    held arm, wheel and thruster commands: the same measurements as on the Python step."""
+    from freeflyer_control.runtime.plant_server import PlantServer
+
+    ff = load_robot(name)
+    servers = [PlantServer(ff, ready_state(ff), rate=1000.0, compiled=c) for c in (None, False)]
+    assert servers[0].plant_note.startswith("plant step: compiled")
+    assert servers[1].plant_note.startswith("plant step: Python")
+    rng = np.random.default_rng(3)
+    for k in range(200):
+        now = (k + 1) * 1e-3
+        arm = rng.uniform(-0.3, 0.3, len(ff.arm_joint_names))
+        thrust = rng.uniform(0.0, 0.5, len(ff.thrusters))
+        wheels = rng.uniform(-0.05, 0.05, len(ff.wheel_joint_names))
+        for server in servers:
+            server.set_arm_torques(arm, now)
+            if thrust.size:
+                server.set_thruster_forces(thrust, now)
+            if wheels.size:
+                server.set_wheel_torques(wheels, now)
+            assert server.step(now) is None
+    a, b = (s.measurement() for s in servers)
+    assert np.allclose(a.joint_positions, b.joint_positions, rtol=0, atol=TOL)
+    assert np.allclose(a.joint_velocities, b.joint_velocities, rtol=0, atol=10 * TOL)  # rates: 1/h larger
+    assert np.allclose(servers[0].plant.state.q, servers[1].plant.state.q, rtol=0, atol=TOL)
