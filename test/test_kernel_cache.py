@@ -245,6 +245,17 @@ def test_every_kernel_module_checks_the_cache_before_its_kernels_load():
         assert under_sim_fast or _calls_ensure_fresh(tree), f"{path} must call ensure_fresh()"
 
 
+def test_importing_the_compiled_path_checks_the_cache_once(tmp_path):
+    # importing the module imports its package sim.fast first; a second check would call
+    # refresh = None and fail
+    code = ("import freeflyer_control.sim.fast.cache as c; done = c._done; c.refresh = None; "
+            "c.ensure_fresh(); print(done)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "True"
+
+
 def _calls_ensure_fresh(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
                and getattr(n.value.func, "id", None) == "ensure_fresh" for n in ast.walk(tree))

@@ -71,8 +71,8 @@ def ensure_fresh() -> None:
     _done = True
     try:
         refresh(PACKAGE_DIR, KERNEL_SOURCES)
-    except OSError as exc:  # an unreadable source: numba will fail on it more clearly later
-        log.debug("numba kernel cache not checked: %s", exc)
+    except (OSError, RuntimeError) as exc:  # an unreadable source, no home directory: the
+        log.debug("numba kernel cache not checked: %s", exc)  # guard must never stop an import
 
 
 def refresh(package_dir: Path, sources: Iterable[str]) -> list[Path]:
