@@ -51,6 +51,7 @@ KERNEL_SOURCES = (
     "control/mode_switch.py",
     "physics/state.py",
     "physics/reduced.py",
+    "physics/actuators.py",
     "physics/base_invariant/tree.py",
 )
 
