@@ -145,7 +145,7 @@ def _make_writable(directory: Path) -> None:
     directory.chmod(0o755)
 
 
-def test_read_only_cache_dir_is_skipped_quietly(tmp_path, caplog):
+def test_read_only_cache_dir_is_skipped_quietly(tmp_path, package_log):
     pkg = _tiny_package(tmp_path, 1.0)
     pycache = pkg / "__pycache__"
     pycache.mkdir()
@@ -153,13 +153,13 @@ def test_read_only_cache_dir_is_skipped_quietly(tmp_path, caplog):
     stale.write_bytes(b"built from other sources")
     _make_read_only(pycache)
     try:
-        with caplog.at_level(logging.DEBUG, logger=cache.__name__):
+        with package_log.at_level(logging.DEBUG, cache.__name__):
             cleared = cache.refresh(pkg, SOURCES)
     finally:
         _make_writable(pycache)
     assert pycache not in cleared and stale.exists()
-    assert all(r.levelno == logging.DEBUG for r in caplog.records)
-    assert any("cannot write" in r.getMessage() for r in caplog.records)
+    assert all(r.levelno == logging.DEBUG for r in package_log.records)
+    assert any("cannot write" in m for m in package_log.messages)
 
 
 def test_cache_dirs_are_where_numba_puts_the_caches(tmp_path, monkeypatch):
