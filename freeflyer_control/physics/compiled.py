@@ -27,11 +27,10 @@ callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy pa
 
 numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
 for ~5-35 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
-0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules:
-after editing one, delete ``physics/__pycache__/*.nbi`` and ``*.nbc``. The compiled simulation
-(``sim/fast/control_kernels.py``) calls :func:`reduced_post` in its loop, and numba does not
-notice edits to a compiled callee in another file either: after editing this module, delete
-``sim/fast/__pycache__/*.nbi`` and ``*.nbc`` too.
+0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules,
+nor, in the compiled simulation (``sim/fast/control_kernels.py`` calls :func:`reduced_post` in
+its loop), edits of this module; :func:`~freeflyer_control.sim.fast.cache.ensure_fresh` clears
+the caches when any of them changes.
 """
 
 from __future__ import annotations
@@ -43,6 +42,9 @@ from numba import njit
 
 from freeflyer_control.physics.reduced import minus_omega_cross_into
 from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
+from freeflyer_control.sim.fast.cache import ensure_fresh
+
+ensure_fresh()  # kernels below compile state.py and reduced.py: numba's cache misses their edits
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 

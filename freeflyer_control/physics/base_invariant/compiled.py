@@ -14,6 +14,9 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.physics.base_invariant.tree import Tree
+from freeflyer_control.sim.fast.cache import ensure_fresh
+
+ensure_fresh()  # numba's cache misses edits of other sources compiled into a kernel
 
 
 @njit(cache=True, fastmath=False)
