@@ -212,7 +212,7 @@ def table(cases_: list[bench_core.Case]) -> str:
     peer = med.get(PEER)
     lines = ["| per call | median µs | p90 µs | SPARTpy / this |", "|---|---:|---:|---:|"]
     for c in cases_:
-        per = re.search(r"/ (\d+)$", c.quantity)  # a step's rows: per right-hand side
+        per = re.search(r" / (\d+)\b", c.quantity)  # a step's rows: per right-hand side
         div = float(per.group(1)) if per else 1.0
         m, p90 = med[c.quantity] / div / 1e3, float(np.percentile(c.samples, 90)) / div / 1e3
         ratio = f"{peer / (med[c.quantity] / div):.1f}×" if peer else "n/a"
