@@ -59,7 +59,8 @@ setup(
         'pypi': ['pin>=3', 'matplotlib'],
         # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
-        # Optional: a compiled lockstep path for `freeflyer sim` (floating, computed torque).
+        # Optional: compiled kernels (numba): `freeflyer sim`'s compiled engine, the plant step of
+        # plant_node and the testbed emulator, GJM and H*/C* post-processing, thruster allocation.
         'fast': ['numba>=0.60'],
         # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
         'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
