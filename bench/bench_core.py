@@ -276,6 +276,16 @@ def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
 # Report
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far, s (None once it is gone or off Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime (fields 14, 15)
+
+
 def cpu_times() -> list[int] | None:
     """The aggregate 'cpu' line of /proc/stat (jiffies: user nice system idle iowait irq
     softirq steal ...), or None off Linux."""

@@ -38,7 +38,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+from bench_core import process_cpu_seconds  # noqa: E402  (this folder; also puts the working tree first on sys.path)
+
 RATE = 250.0  # Hz, the example testbed's (config/testbeds/planar_4link.yaml)
 NODE_NAMES = ("testbed_emulator", "testbed_bridge", "controller_node", "gjm_node", "robot_state_publisher",
               "testbed_graph")
@@ -67,15 +68,6 @@ def _children(root: int) -> list[int]:
         out += kids
         todo += kids
     return out
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK   # utime, stime (fields 14, 15)
 
 
 def _label(pid: int) -> str:
@@ -199,14 +191,14 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
     try:
         time.sleep(args.warmup)
         pids = [p for p in _children(proc.pid)] + [proc.pid]
-        start = {p: _cpu_seconds(p) for p in pids}
+        start = {p: process_cpu_seconds(p) for p in pids}
         ticks0 = probe.ticks() if probe else None
         probe and probe.reset()
         measuring.set()
         t0 = time.monotonic()
         load0 = os.getloadavg()
         time.sleep(args.duration)
-        end = {p: _cpu_seconds(p) for p in pids}
+        end = {p: process_cpu_seconds(p) for p in pids}
         run.wall = time.monotonic() - t0
         run.load = (load0, os.getloadavg())
         measuring.clear()

@@ -64,6 +64,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_core import process_cpu_seconds  # noqa: E402  (this folder)
+
 
 def _percentiles(values_s):
     import numpy as np
@@ -79,16 +81,6 @@ LOOPS = {  # way of running the loop -> the processes (module, extra arguments)
     "lockstep": [("sim_loop_node", [])],
     "composed": [("sim_loop_node", ["--composed"])],
 }
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process so far, s (None once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _start_nodes(args, env, rate, loop):
@@ -247,8 +239,8 @@ def _one_run(args, env, probe, executor, rate, loop):
         while time.monotonic() < t_end:
             executor.spin_once(timeout_sec=0.05)
             if cpu0 is None and time.time_ns() >= t_measure:
-                cpu0 = ([_cpu_seconds(p.pid) for p in procs], time.monotonic())
-        cpu1 = ([_cpu_seconds(p.pid) for p in procs], time.monotonic())
+                cpu0 = ([process_cpu_seconds(p.pid) for p in procs], time.monotonic())
+        cpu1 = ([process_cpu_seconds(p.pid) for p in procs], time.monotonic())
     finally:
         _stop(procs)
     js_log, cmd_log = probe.js_log, probe.cmd_log

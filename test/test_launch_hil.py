@@ -179,17 +179,6 @@ def probe():
 
 
 # --- helpers ------------------------------------------------------------------------------------
-def status_of(probe: Probe, name: str, topic: str = "diagnostics", after: float = 0.0):
-    """The newest /diagnostics status called ``name`` received after ``after``, or None."""
-    for t, arr in reversed(probe.messages(topic)):
-        if t <= after:
-            return None
-        for status in arr.status:
-            if status.name == name:
-                return status
-    return None
-
-
 def values(status: DiagnosticStatus) -> dict[str, str]:
     return {kv.key: kv.value for kv in status.values}
 
@@ -199,8 +188,8 @@ BRIDGE, CONTROLLER = "freeflyer: testbed bridge", "freeflyer: controller"
 
 def wait_status(probe, name, predicate, timeout, what, topic="diagnostics", after=None):
     after = time.monotonic() if after is None else after
-    return probe.wait_for(lambda: (s := status_of(probe, name, topic, after)) is not None and predicate(s) and s,
-                          timeout, lambda: f"{what}; last {name}: {describe(status_of(probe, name, topic))}")
+    return probe.wait_for(lambda: (s := probe.diagnostic_status(name, after, topic)) is not None and predicate(s) and s,
+                          timeout, lambda: f"{what}; last {name}: {describe(probe.diagnostic_status(name, topic=topic))}")
 
 
 def describe(status) -> str:

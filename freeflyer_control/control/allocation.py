@@ -62,6 +62,7 @@ from freeflyer_control.control.allocation_kernel import (
     WRENCH_CAP,
     allocation_workspace,
     allocator_arrays,
+    ratio_test,
     snap_tolerance,
 )
 from freeflyer_control.model.loader import FreeFlyerModel
@@ -514,17 +515,7 @@ class ThrusterAllocator:
                 return np.array(xl)
             s = 1.0 if xl[enter] == 0.0 else -1.0  # raise it from 0, or lower it from u
             col = sub.tableau[:, enter].tolist()
-            tmin, leave, leave_hi = u[enter], -1, False  # a bound flip unless a basic force stops it first
-            for k, j in enumerate(sub.cols):
-                dk = -s * col[k]  # change of this basic force per unit move of the entering one
-                if dk < -1e-12:
-                    ratio, hi = max(xl[j], 0.0) / -dk, False
-                elif dk > 1e-12:
-                    ratio, hi = max(u[j] - xl[j], 0.0) / dk, True
-                else:
-                    continue
-                if ratio < tmin:
-                    tmin, leave, leave_hi = ratio, j, hi
+            tmin, leave, leave_hi = ratio_test(xl, u, sub.cols, len(sub.cols), col, s, enter)
             if leave < 0:
                 xl[enter] = u[enter] if s > 0 else 0.0
                 continue

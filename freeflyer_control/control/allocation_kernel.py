@@ -357,6 +357,29 @@ def bounded_least_squares(B, u, w, rtol, wrench_scale, colnorm_max, x, work, iwo
 # Stage 2: least fuel
 
 
+def ratio_test(x, u, cols, k, col, s, enter):
+    """The simplex ratio test of stage 2: how far the entering force ``enter`` moves (direction
+    ``s``: +1 up from 0, -1 down from its bound u) before a basic force ``cols[:k]`` hits a
+    bound, given the tableau column ``col`` (change of each basic force per unit move).
+
+    Returns (step, leaving force or -1 for a bound flip of the entering one, whether it leaves
+    at its upper bound). Shared by the compiled kernel and the list-based path (plain
+    sequences work too)."""
+    tmin, leave, leave_hi = u[enter], -1, False  # a bound flip unless a basic force stops it
+    for p in range(k):
+        j = cols[p]
+        dk = -s * col[p]  # change of this basic force per unit move of the entering one
+        if dk < -1e-12:
+            ratio, hi = max(x[j], 0.0) / -dk, False
+        elif dk > 1e-12:
+            ratio, hi = max(u[j] - x[j], 0.0) / dk, True
+        else:
+            continue
+        if ratio < tmin:
+            tmin, leave, leave_hi = ratio, j, hi
+    return tmin, leave, leave_hi
+
+
 def least_fuel(A, u, f_star, rtol, x, work, iwork):
     """x = argmin sum(x) s.t. A x = A f*, 0 <= x <= u (A (m2, n): the independent rows of B;
     f*, x: (n,) N), from the stage-1 forces f*. Returns False if a guard trips (not expected;
@@ -503,18 +526,7 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
             rhs[i] = A[i, enter]
         _min_norm_solve(W, tau, piv, m, k, m, rhs, col, W2, tau2, y)  # its tableau column
         s = 1.0 if x[enter] == 0.0 else -1.0  # raise it from 0, or lower it from u
-        tmin, leave, leave_hi = u[enter], -1, False  # a bound flip unless a basic force stops it
-        for p in range(k):
-            j = cols[p]
-            dk = -s * col[p]  # change of this basic force per unit move of the entering one
-            if dk < -1e-12:
-                ratio, hi = max(x[j], 0.0) / -dk, False
-            elif dk > 1e-12:
-                ratio, hi = max(u[j] - x[j], 0.0) / dk, True
-            else:
-                continue
-            if ratio < tmin:
-                tmin, leave, leave_hi = ratio, j, hi
+        tmin, leave, leave_hi = ratio_test(x, u, cols, k, col, s, enter)
         if leave < 0:
             x[enter] = u[enter] if s > 0 else 0.0
             continue
@@ -619,4 +631,4 @@ def _residual_norm(B, f, w, r):
 # The helpers numba must compile with allocate_forces (sim/fast/allocation.py registers them).
 HELPERS = (snap_tolerance, workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder,
            _reflect, _min_norm_solve, _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch,
-           bounded_least_squares, least_fuel, _residual_norm)
+           bounded_least_squares, ratio_test, least_fuel, _residual_norm)
