@@ -188,8 +188,8 @@ def test_contact_force_settles_on_a_heavy_floating_wall_in_flying_mode():
      "freeflyer sim: error: maneuver 'ee-contact' presses a contact with a set force; computed_torque cannot: "
      "use --controller impedance"),
     (["--maneuver", "ee-point", "--controller", "impedance", "--engine", "compiled"],
-     "freeflyer sim: error: the compiled simulation does not cover this run: controller impedance (only "
-     "computed_torque is compiled)"),
+     "freeflyer sim: error: the compiled simulation does not cover this run: controller impedance "
+     "(computed_torque and resolved_rate are compiled)"),
 ])
 def test_contact_and_impedance_option_misuse_exits_2_with_one_line(tmp_path, capsys, argv, message):
     from freeflyer_control.cli.main import main

@@ -169,10 +169,10 @@ def test_closed_loop_matches_python_path(name, extra):
 
 def test_configurations_outside_the_compiled_path_are_refused():
     assert not_covered(SimConfig(mode="floating", maneuver="wilde")) is None
-    assert not_covered(SimConfig(mode="flying", controller="resolved_rate", maneuver="ee-point")) is not None
-    assert not_covered(SimConfig(mode="floating", maneuver="ee-point")) is not None
+    assert not_covered(SimConfig(mode="flying", controller="impedance", maneuver="ee-point")) is not None
+    assert not_covered(SimConfig(mode="floating", controller="impedance", maneuver="ee-contact")) is not None
     with pytest.raises(NotCovered):
-        run_fast(SimConfig(mode="floating", maneuver="ee-circle", controller="resolved_rate"))
+        run_fast(SimConfig(mode="floating", maneuver="ee-circle", controller="impedance"))
 
 
 # ---------------------------------------------------------------------------------------------

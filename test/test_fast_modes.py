@@ -221,22 +221,26 @@ def test_schedule_entries_are_due_on_the_tick_the_python_loop_applies_them(t_swi
 def test_not_covered_names_what_stays_on_the_python_engine():
     for mode in MODES:
         for base_actuation in ("thrusters", "ideal"):
-            assert not_covered(SimConfig(mode=mode.value, base_actuation=base_actuation)) is None
+            for controller, maneuver in [("computed_torque", "wilde"), ("computed_torque", "ee-circle"),
+                                         ("resolved_rate", "ee-point")]:
+                assert not_covered(SimConfig(mode=mode.value, base_actuation=base_actuation, controller=controller,
+                                             maneuver=maneuver)) is None
     assert not_covered(SimConfig(mode_schedule=[(0.0, "floating"), (1.0, "flying")])) is None
-    assert not_covered(SimConfig(maneuver="ee-point")) == (
-        "maneuver ee-point (only the joint maneuvers wilde and station-keeping are compiled)")
-    assert not_covered(SimConfig(maneuver="ee-point", controller="resolved_rate")) == (
-        "controller resolved_rate (only computed_torque is compiled)")
-    with pytest.raises(NotCovered, match="does not cover maneuver ee-circle"):
-        run_fast(SimConfig(mode="rotation-flying", maneuver="ee-circle"))
+    assert not_covered(SimConfig(maneuver="ee-contact", controller="impedance")) == (
+        "controller impedance (computed_torque and resolved_rate are compiled)")
+    with pytest.raises(NotCovered, match="does not cover controller impedance"):
+        run_fast(SimConfig(mode="rotation-flying", maneuver="ee-circle", controller="impedance"))
 
 
-def test_auto_engine_takes_the_compiled_path_for_every_mode_with_thrusters():
+def test_auto_engine_takes_the_compiled_path_for_every_mode_and_both_controllers():
     for mode in ("translation-flying", "flying"):
         config = SimConfig(robot="planar_4link", mode=mode, maneuver="station-keeping", duration=0.05, rate=1000.0)
         assert run_simulation(config).summary["engine"] == "compiled (numba)"
-    assert run_simulation(SimConfig(robot="planar_4link", maneuver="ee-point", duration=0.05)).summary["engine"] == \
-        "python"
+    for controller in ("computed_torque", "resolved_rate"):
+        config = SimConfig(robot="planar_4link", maneuver="ee-point", controller=controller, duration=0.05)
+        assert run_simulation(config).summary["engine"] == "compiled (numba)"
+    impedance = SimConfig(robot="planar_4link", maneuver="ee-point", controller="impedance", duration=0.05)
+    assert run_simulation(impedance).summary["engine"] == "python"
 
 
 def test_compile_notice_tells_the_user_only_when_the_first_call_is_slow(monkeypatch):

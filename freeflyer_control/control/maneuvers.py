@@ -18,6 +18,7 @@ that command base DOFs). Task-space maneuvers keep the initial end-effector orie
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,19 +139,37 @@ class EEPoint(Maneuver):
     def start(self, ff: FreeFlyerModel, state: State) -> None:
         super().start(ff, state)
         # Per end-effector, what does not change over the move (the tick asks every period):
-        # (frame, start position, offset, m, world; start attitude xyzw).
-        self._moves = []
-        for i, (ee, pose) in enumerate(self.ee0.items()):
+        # start position and offset (m, world), stacked in end-effector order; attitudes xyzw.
+        starts, offsets = [], []
+        for i, pose in enumerate(self.ee0.values()):
             # Back toward the base and sideways: inside the workspace of a stretched arm.
             direction = np.array([-1.0, 1.0 if i % 2 == 0 else -1.0, 0.0 if ff.base == "planar" else 0.5])
-            offset = self.distance * direction / np.linalg.norm(direction)
-            self._moves.append((ee, pose.translation.copy(), offset, pin.Quaternion(pose.rotation).coeffs().copy()))
+            starts.append(pose.translation.copy())
+            offsets.append(self.distance * direction / np.linalg.norm(direction))
+        self.starts, self.offsets = _stacked(starts), _stacked(offsets)
+        self.attitudes = _start_attitudes(self.ee0)
 
     def task_references(self, t: float) -> list[TaskReference]:
-        s, ds, _ = min_jerk(t / self.move_time)
-        rate = ds / self.move_time
-        return [TaskReference(ee, p0 + s * offset, xyzw.copy(), offset * rate, np.zeros(3))
-                for ee, p0, offset, xyzw in self._moves]
+        refs = []
+        for e, ee in enumerate(self.ee0):
+            p, v = np.empty(3), np.empty(3)
+            ramp_point(t, self.move_time, self.starts[e], self.offsets[e], p, v)
+            refs.append(TaskReference(ee, p, self.attitudes[e].copy(), v, np.zeros(3)))
+        return refs
+
+
+def ramp_point(t, move_time, start, offset, pos, vel) -> None:
+    """The ee-point target at time t (s): ``pos`` = start + s offset (m, world) and ``vel`` its
+    rate (m/s), s the minimum-jerk ramp over ``move_time`` s.
+
+    Plain loops over scalars on purpose, like :func:`wilde_profile`: the compiled simulation
+    engine compiles this same function.
+    """
+    s, ds, _ = min_jerk(t / move_time)
+    rate = ds / move_time
+    for a in range(3):
+        pos[a] = start[a] + s * offset[a]
+        vel[a] = offset[a] * rate
 
 
 @dataclass
@@ -161,19 +180,52 @@ class EECircle(Maneuver):
     def __post_init__(self) -> None:
         self.name, self.task_space, self.duration = "ee-circle", True, self.period + 5.0
 
+    def start(self, ff: FreeFlyerModel, state: State) -> None:
+        super().start(ff, state)
+        # Planar: the xy-plane; spatial: the yz-plane (across a forward-pointing arm). The
+        # circle starts at the end-effector, its centre ``radius`` back along the first axis.
+        a, b = (np.array([1.0, 0, 0]), np.array([0, 1.0, 0])) if ff.base == "planar" else (
+            np.array([0, 1.0, 0]), np.array([0, 0, 1.0]))
+        self.starts = _stacked([pose.translation.copy() for pose in self.ee0.values()])
+        self.axes = np.ascontiguousarray(np.stack([a, b]))
+        self.attitudes = _start_attitudes(self.ee0)
+
     def task_references(self, t: float) -> list[TaskReference]:
-        s, ds, _ = min_jerk(t / self.period)
-        phi, dphi = 2 * np.pi * s, 2 * np.pi * ds / self.period
         refs = []
-        for ee, pose in self.ee0.items():
-            # Planar: the xy-plane; spatial: the yz-plane (across a forward-pointing arm).
-            a, b = (np.array([1.0, 0, 0]), np.array([0, 1.0, 0])) if self.ff.base == "planar" else (
-                np.array([0, 1.0, 0]), np.array([0, 0, 1.0]))
-            center = pose.translation - self.radius * a
-            p = center + self.radius * (np.cos(phi) * a + np.sin(phi) * b)
-            v = self.radius * dphi * (-np.sin(phi) * a + np.cos(phi) * b)
-            refs.append(TaskReference(ee, p, pin.Quaternion(pose.rotation).coeffs().copy(), v, np.zeros(3)))
+        for e, ee in enumerate(self.ee0):
+            p, v = np.empty(3), np.empty(3)
+            circle_point(t, self.period, self.radius, self.starts[e], self.axes, p, v)
+            refs.append(TaskReference(ee, p, self.attitudes[e].copy(), v, np.zeros(3)))
         return refs
+
+
+def circle_point(t, period, radius, start, axes, pos, vel) -> None:
+    """The ee-circle target at time t (s): once around the circle of ``radius`` m in the plane
+    of the unit ``axes`` (2, 3) (world) through ``start`` (m, world), centre ``radius`` back
+    along axes[0], the angle on a minimum-jerk ramp over ``period`` s; ``pos`` (m) and ``vel``
+    (m/s), world.
+
+    Plain loops over scalars on purpose, like :func:`wilde_profile`: the compiled simulation
+    engine compiles this same function.
+    """
+    s, ds, _ = min_jerk(t / period)
+    phi, dphi = 2 * math.pi * s, 2 * math.pi * ds / period
+    c, sn = math.cos(phi), math.sin(phi)
+    for k in range(3):
+        a, b = axes[0, k], axes[1, k]
+        center = start[k] - radius * a
+        pos[k] = center + radius * (c * a + sn * b)
+        vel[k] = radius * dphi * (-sn * a + c * b)
+
+
+def _stacked(rows: list[np.ndarray]) -> np.ndarray:
+    """(n, 3) C-ordered float array of n 3-vectors ((0, 3) for none)."""
+    return np.ascontiguousarray(np.reshape(rows, (len(rows), 3)), dtype=float)
+
+
+def _start_attitudes(ee0: dict) -> np.ndarray:
+    """(n, 4): each end-effector's start attitude, quaternion xyzw (the target attitude)."""
+    return np.reshape([pin.Quaternion(pose.rotation).coeffs() for pose in ee0.values()], (len(ee0), 4))
 
 
 @dataclass

@@ -98,9 +98,18 @@ class ResolvedRateResult:
 
 def damping(sigma_min: float, gains: ResolvedRateGains) -> float:
     """lambda^2 for the smallest singular value ``sigma_min`` of the task rows (module docstring)."""
-    if sigma_min >= gains.sigma_0:
+    return damping_lambda2(sigma_min, gains.sigma_0, gains.lambda_max)
+
+
+def damping_lambda2(sigma_min: float, sigma_0: float, lambda_max: float) -> float:
+    """lambda^2 = lambda_max^2 (1 - (sigma_min / sigma_0)^2) below sigma_0, else 0.
+
+    A plain function of floats on purpose: the compiled simulation engine compiles this same
+    function (sim/fast/task_kernels.py).
+    """
+    if sigma_min >= sigma_0:
         return 0.0
-    return gains.lambda_max**2 * (1.0 - (sigma_min / gains.sigma_0) ** 2)
+    return lambda_max**2 * (1.0 - (sigma_min / sigma_0) ** 2)
 
 
 def damped_least_squares(

@@ -47,6 +47,8 @@ from freeflyer_control.sim.fast.cache import ensure_fresh
 ensure_fresh()  # kernels below compile state.py and reduced.py: numba's cache misses their edits
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+# For kernels that allocate nothing: no reference counting of the views their loops take.
+_NO_NRT = dict(_JIT, _nrt=False)
 
 _base_rotation = njit(**_JIT)(base_rotation_into)
 _base_map_from_rotation = njit(**_JIT)(world_to_local_base_map_into)
@@ -75,6 +77,14 @@ def _cholesky_upper(M, idx):
     the leading minor of that order is not positive definite (U is then unusable)."""
     n = idx.shape[0]
     U = np.zeros((n, n))
+    return U, _cholesky_upper_into(M, idx, U)
+
+
+@njit(**_NO_NRT)
+def _cholesky_upper_into(M, idx, U):
+    """:func:`_cholesky_upper` into U (n x n, its strict lower triangle left as it is);
+    returns info."""
+    n = idx.shape[0]
     for i in range(n):
         for j in range(i, n):
             s = _upper(M, idx[i], idx[j])
@@ -82,11 +92,11 @@ def _cholesky_upper(M, idx):
                 s -= U[k, i] * U[k, j]
             if j == i:
                 if not s > 0.0:  # also catches NaN
-                    return U, i + 1
+                    return i + 1
                 U[i, i] = math.sqrt(s)
             else:
                 U[i, j] = s / U[i, i]
-    return U, 0
+    return 0
 
 
 @njit(**_JIT)
@@ -148,6 +158,28 @@ def gjm_post(M, J, v, q, layout, h):
     Returns:
         info: 0, or potrf's > 0 when M_ff is not positive definite (matrix, drift unusable).
     """
+    rows, p = _section(layout, 1)
+    free, p = _section(layout, p)
+    commanded, p = _section(layout, p)
+    arm, p = _section(layout, p)
+    nr = rows.shape[0]
+    matrix = np.empty((nr, arm.shape[0] + commanded.shape[0]))
+    drift = np.empty(nr)
+    info = gjm_post_into(M, J, v, q, layout, h, matrix, drift, gjm_workspace(nr, 3 if layout[0] != 0 else 6))
+    return matrix, drift, info
+
+
+@njit(**_JIT)
+def gjm_workspace(nr, nb):
+    """Scratch of :func:`gjm_post_into` for nr rows and nb base coordinates: W, U, T, Jc, Rb."""
+    return np.empty((nb, nr + 1)), np.zeros((nb, nb)), np.empty((nb, nb)), np.empty((nr, nb)), np.empty((3, 3))
+
+
+@njit(**_JIT)
+def gjm_post_into(M, J, v, q, layout, h, matrix, drift, ws):
+    """:func:`gjm_post` into ``matrix`` (nr, na + nc) and ``drift`` (nr,), allocating nothing
+    (``ws``: :func:`gjm_workspace`); returns info. For compiled callers that take a GJM every
+    tick (the compiled simulation's resolved rate)."""
     planar = layout[0] != 0
     rows, p = _section(layout, 1)
     free, p = _section(layout, p)
@@ -156,15 +188,17 @@ def gjm_post(M, J, v, q, layout, h):
     wheels, p = _section(layout, p)
     nr, nv, nf = rows.shape[0], J.shape[1], free.shape[0]
     na, nc = arm.shape[0], commanded.shape[0]
-    matrix = np.empty((nr, na + nc))
-    drift = np.zeros(nr)
+    W_all, U_all, T, Jc, Rb = ws
+    for r in range(nr):
+        drift[r] = 0.0
     f0 = free[0] if nf else 0
     # W = M_ff^-1 [J_f', h_f]: J* = J - W' M_f: on the columns used, drift = J_f M_ff^-1 h_f
-    W = np.empty((nf, nr + 1))
+    W = W_all[:nf]
     if nf:
-        U, info = _cholesky_upper(M, free)
+        U = U_all[:nf, :nf]
+        info = _cholesky_upper_into(M, free, U)
         if info:
-            return matrix, drift, info
+            return info
         for i in range(nf):
             for r in range(nr):
                 W[i, r] = J[rows[r], f0 + i]
@@ -188,10 +222,8 @@ def gjm_post(M, J, v, q, layout, h):
         for r in range(nr):
             matrix[r, j] = _jstar(M, J, W, rows[r], r, arm[j], f0, nf)
     if nc:
-        nb = 3 if planar else 6
-        T = np.empty((nb, nb))
-        _base_map(q, planar, T)
-        Jc = np.empty((nr, nc))
+        _base_rotation(planar, q, Rb)
+        _base_map_from_rotation(planar, Rb, T)
         for i in range(nc):
             for r in range(nr):
                 Jc[r, i] = _jstar(M, J, W, rows[r], r, commanded[i], f0, nf)
@@ -201,7 +233,7 @@ def gjm_post(M, J, v, q, layout, h):
                 for i in range(nc):
                     s += Jc[r, i] * T[commanded[i], commanded[j]]
                 matrix[r, na + j] = s
-    return matrix, drift, 0
+    return 0
 
 
 @njit(**_JIT)

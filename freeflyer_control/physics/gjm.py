@@ -244,13 +244,22 @@ class _GJMPlan:
 _PLANS: dict[tuple, tuple[FreeFlyerModel, _GJMPlan]] = {}
 
 
+def mode_layout(kernels, ff: FreeFlyerModel, mode: Mode) -> np.ndarray:
+    """The index layout ``kernels.gjm_post`` (physics/compiled.py) reads for a GJM of ``ff`` in
+    ``mode``, the same for every frame (read-only)."""
+    planar = ff.base == "planar"
+    part = base_partition(ff.base, mode)
+    layout = kernels.gjm_layout(planar, _PLANAR_ROW_INDEX if planar else range(6), part.free,
+                                part.commanded, ff.arm_v_indices, ff.wheel_v_indices)
+    layout.setflags(write=False)
+    return layout
+
+
 def _gjm_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, frame: str) -> _GJMPlan:
     parsed = Mode.parse(mode)
     planar = ff.base == "planar"
     part = base_partition(ff.base, parsed)
-    layout = kernels.gjm_layout(planar, _PLANAR_ROW_INDEX if planar else range(6), part.free,
-                                part.commanded, ff.arm_v_indices, ff.wheel_v_indices)
-    layout.setflags(write=False)
+    layout = mode_layout(kernels, ff, parsed)
     plan = _GJMPlan(
         mode=parsed, frame_id=_frame_id(ff, frame), layout=layout, has_free=part.free.size > 0,
         row_names=PLANAR_ROWS if planar else SPATIAL_ROWS,

@@ -127,6 +127,37 @@ ENERGY_RTOL = 1e-2
 ENERGY_ATOL = 1e-9
 
 
+def energy_explained(energy_before: float, energy: float, work: float) -> bool:
+    """True when a step's kinetic energy change (J) is the work of the applied forces (J) within
+    ``ENERGY_RTOL`` of the energy involved (+ ``ENERGY_ATOL``); only a gain counts. False for NaN.
+
+    A plain function of floats on purpose: the compiled simulation engine runs this same
+    function after each of its plant steps (sim/fast/control_kernels.py).
+    """
+    unexplained = energy - energy_before - work
+    return unexplained <= ENERGY_RTOL * (energy_before + energy + abs(work)) + ENERGY_ATOL
+
+
+def energy_reason(energy_before: float, energy: float, work: float) -> str:
+    """The divergence reason of a step whose energy gain the work does not explain."""
+    return (f"kinetic energy went from {energy_before:.3g} J to {energy:.3g} J while the applied forces "
+            f"did {work:.3g} J of work (tolerance {ENERGY_RTOL:g} of the energy involved); the step is "
+            "too large for the dynamics: raise the rate")
+
+
+def velocity_reason(ff: FreeFlyerModel, q: np.ndarray, v: np.ndarray, bounds: np.ndarray) -> str:
+    """The divergence reason of a step to (q, v) with a speed over its bound (``velocity_bounds``)
+    or a non-finite entry."""
+    if not (np.isfinite(v).all() and np.isfinite(q).all()):
+        return "NaN or Inf in the state; the step is too large for the dynamics: raise the rate"
+    names, units = _coordinate_names(ff)
+    i = int(np.argmax(np.abs(v) > bounds))
+    bound = (f"{VELOCITY_MARGIN:g} x its URDF velocity limit, {bounds[i]:.3g} {units[i]}"
+             if bounds[i] > SPEED_BOUND else f"{bounds[i]:.3g} {units[i]}")
+    return (f"{names[i]} speed {abs(v[i]):.3g} {units[i]} is over the divergence bound ({bound}); "
+            "the commands or the step are too large: lower them or raise the rate")
+
+
 class PlantDiverged(FreeFlyerError, RuntimeError):
     """The plant's integration diverged: ``reason`` says when, which check and what to do (one
     line); ``t`` is the time of the last good state, which the plant holds (s)."""
@@ -195,7 +226,6 @@ class Plant:
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
         self.v_bounds = velocity_bounds(ff)
-        self._names, self._units = _coordinate_names(ff)
         self.contact = None
         self.last_contact_impulse = np.zeros(ff.nb)
         self._contact_stages: list | None = None  # (contact sample, v) of each stage of a step
@@ -343,26 +373,13 @@ class Plant:
         # once (BLAS nrm2: no overflow, ~0.2 us); a finite energy rules out NaN in v, whatever the
         # BLAS does with NaN in nrm2. Only a fast or broken state pays for the full comparison.
         if not (dnrm2(v) <= SPEED_BOUND and math.isfinite(energy)) and not (np.abs(v) <= self.v_bounds).all():
-            return self._velocity_reason(q, v)
+            return velocity_reason(self.ff, q, v, self.v_bounds)
         # Only a gain counts: an unstable step amplifies, while a step that loses energy is merely
         # inaccurate (RK4 damps at large steps) and stays bounded.
-        unexplained = energy - self._energy - work
-        if not unexplained <= ENERGY_RTOL * (self._energy + energy + abs(work)) + ENERGY_ATOL:
-            return (f"kinetic energy went from {self._energy:.3g} J to {energy:.3g} J while the applied forces "
-                    f"did {work:.3g} J of work (tolerance {ENERGY_RTOL:g} of the energy involved); the step is "
-                    "too large for the dynamics: raise the rate")
+        if not energy_explained(self._energy, energy, work):
+            return energy_reason(self._energy, energy, work)
         self._energy = energy
         return None
-
-    def _velocity_reason(self, q: np.ndarray, v: np.ndarray) -> str:
-        if not (np.isfinite(v).all() and np.isfinite(q).all()):
-            return "NaN or Inf in the state; the step is too large for the dynamics: raise the rate"
-        i = int(np.argmax(np.abs(v) > self.v_bounds))
-        name, unit = self._names[i], self._units[i]
-        bound = (f"{VELOCITY_MARGIN:g} x its URDF velocity limit, {self.v_bounds[i]:.3g} {unit}"
-                 if self.v_bounds[i] > SPEED_BOUND else f"{self.v_bounds[i]:.3g} {unit}")
-        return (f"{name} speed {abs(v[i]):.3g} {unit} is over the divergence bound ({bound}); "
-                "the commands or the step are too large: lower them or raise the rate")
 
     def run(self, duration: float, actuation: Actuation | None = None) -> State:
         """Integrate for ``duration`` seconds (rounded to whole steps) under constant commands."""

@@ -43,15 +43,18 @@ KERNEL_SOURCES = (
     "sim/fast/kernels.py",
     "sim/fast/control_kernels.py",
     "sim/fast/record.py",
+    "sim/fast/task_kernels.py",
     "sim/fast/allocation.py",
     "physics/compiled.py",
     "physics/base_invariant/compiled.py",
     "control/allocation_kernel.py",
     "control/maneuvers.py",
     "control/mode_switch.py",
+    "control/resolved_rate.py",
     "physics/state.py",
     "physics/reduced.py",
     "physics/actuators.py",
+    "physics/plant.py",
     "physics/base_invariant/tree.py",
 )
 

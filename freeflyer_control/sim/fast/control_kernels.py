@@ -36,21 +36,21 @@ thrusters (``control.effort.BASE_ACTUATION``).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
 from freeflyer_control.physics.actuators import limit_wrench_into
 from freeflyer_control.physics.compiled import reduced_post
-from freeflyer_control.physics.state import world_to_local_base_map_into
+from freeflyer_control.physics.plant import energy_explained
+from freeflyer_control.sim.fast import task_kernels as TK
 from freeflyer_control.sim.fast.allocation import allocate_forces
 from freeflyer_control.sim.fast.kernels import (
     _JIT,
-    TS_PREC,
     arm_positions,
+    base_map_from_rotation,
     base_rotation,
+    log3,
     mass_and_bias,
     plant_step,
     wilde_reference,
@@ -62,33 +62,6 @@ BASE_NONE, BASE_IDEAL, BASE_THRUSTERS = 0, 1, 2
 
 # The blend weight has one definition, in control/mode_switch.py; compiled here as it is.
 blend_weight_compiled = njit(**_JIT)(blend_weight)
-base_map_from_rotation = njit(**_JIT)(world_to_local_base_map_into)
-
-
-@njit(**_JIT)
-def log3(R, out):
-    """out (3,) = the rotation vector of R (rad), Pinocchio's ``log3``: theta from the trace,
-    the axis from the antisymmetric part (from the diagonal within 1e-2 rad of pi)."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    if tr >= 3.0:
-        tr, theta = 3.0, 0.0
-    elif tr <= -1.0:
-        tr, theta = -1.0, math.pi
-    else:
-        theta = math.acos((tr - 1.0) / 2.0)
-    if theta >= math.pi - 1e-2:
-        cphi = -(tr - 1.0) / 2.0
-        beta = theta * theta / (1.0 + cphi)
-        for a in range(3):
-            i1, i2 = (a + 1) % 3, (a + 2) % 3
-            t = (R[a, a] + cphi) * beta
-            sign = 1.0 if R[i2, i1] > R[i1, i2] else -1.0
-            out[a] = sign * (math.sqrt(t) if t > 0.0 else 0.0)
-        return
-    t = (theta / math.sin(theta) if theta > TS_PREC else 1.0) / 2.0
-    out[0] = t * (R[2, 1] - R[1, 2])
-    out[1] = t * (R[0, 2] - R[2, 0])
-    out[2] = t * (R[1, 0] - R[0, 1])
 
 
 @njit(**_JIT)
@@ -320,9 +293,9 @@ def world_to_local(planar, q, w, Rb, T, out, add):
 def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
               wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
               kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
-              ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, k0, k1, n_ticks,
-              q, v, mom, M, b, log_every, log_q, log_v, out_arm, out_pos, out_vel, out_wheel,
-              out_wrench, out_thrust, out_blend):
+              ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, resolved, task, gjm_layouts,
+              k0, k1, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, log_q, log_v, out_arm, out_pos,
+              out_vel, out_wheel, out_wrench, out_thrust, out_blend, out_targets, out_sigma):
     """Control ticks k0 .. k1-1 in lockstep with the plant, in ``mode`` (blended from
     ``previous``, -1 for none, since ``switched_at`` s over ``blend_time`` s). State q, v and
     world momentum mom are updated in place; M, b: M(q), b(q, v) of the plant model on entry
@@ -335,7 +308,24 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
     logged to the next row: the state it was computed from, the arm and wheel torques, the
     thruster forces and the base wrench (world) before saturation, the joint reference and the
-    blend weight. Stops after the control of tick n_ticks. Returns the number of rows written.
+    blend weight; for an end-effector maneuver (``ref_kind`` REF_EE_POINT or REF_EE_CIRCLE of
+    :mod:`.task_kernels`) the targets (out_targets) and the task rows' smallest singular value
+    (out_sigma), NaN otherwise. Stops after the control of tick n_ticks. Returns the number of
+    rows written.
+
+    Every plant step is checked as ``Plant.step`` checks it (docs/conventions.md, "Divergence"):
+    a speed over ``v_bounds`` (nv,) or NaN, or a kinetic energy gain the work of the held forces
+    does not explain (``physics.plant.energy_explained``, compiled from that definition). ``div``
+    (7,) carries the check across calls: [0] the kinetic energy of the accepted state (J), kept
+    up to date; a failed step stops the loop, leaves the rejected state in q, v and sets [1] to
+    DIVERGED_SPEED or DIVERGED_ENERGY, [2], [3] to its tick and substep, [4], [5] to its energy
+    and work (J). While a step runs [1] is STEPPING and [6] the rows written by this call, so a
+    caller that catches an exception out of the step knows where it happened.
+
+    End-effector maneuvers: ``task`` (:func:`.task_kernels.ee_joint_reference`, whose q_int,
+    the integrated joint reference of computed torque, is advanced in place) and the mode's
+    GJM layout ``gjm_layouts[mode]`` give the joint reference; ``resolved`` selects the
+    resolved-rate law (its gains kp, kd: the joint servo's).
     """
     nv = v.shape[0]
     nq = q.shape[0]
@@ -366,23 +356,32 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     Mn = np.empty((nv, nv))
     bn = np.empty(nv)
     h = dt / substeps
+    ne = task[4].shape[0]
+    tws = TK.task_workspace(kmC[0].shape[0], nv, nb)
+    rws = TK.rate_workspace(nq, nv, nb, na, 6 * ne)
+    tpos, tvel = np.empty((ne, 3)), np.empty((ne, 3))
     row = 0
     for k in range(k0, k1):
         t = k * dt
-        if ref_kind == 1:
-            wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
-        else:
-            for j in range(na):
-                pos[j] = ref_q0[j]
-                vel[j] = 0.0
+        log_now = k % log_every == 0 or k == n_ticks
         arm_positions(q, arm_q, arm_kind, qa)
-        for j in range(na):
-            u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
         if same_model:
             Mu, bu = M, b
         else:
             mass_and_bias(kmC, q, v, Mc, bc, ws)
             Mu, bu = Mc, bc
+        sigma = np.nan
+        if ref_kind >= TK.REF_EE_POINT:
+            sigma = TK.ee_joint_reference(kmC, resolved, gjm_layouts[mode], nb, q, v, Mu, t, dt, task, tws, rws, ws,
+                                          arm_q, arm_kind, qa, pos, vel, tpos, tvel, log_now)
+        elif ref_kind == 1:
+            wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
+        else:
+            for j in range(na):
+                pos[j] = ref_q0[j]
+                vel[j] = 0.0
+        for j in range(na):
+            u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
         mode_effort(mode, planar, nb, cmd[mode, 0], cmd[mode, 1], Mu, bu, q, v, u, arm_rel, wheel_rel,
                     layouts[mode], wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws)
         s = 1.0 if previous < 0 else blend_weight_compiled(t, switched_at, blend_time)
@@ -405,7 +404,11 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         if base_actuation == BASE_THRUSTERS and any_wrench:
             world_to_local(planar, q, wrench, Rb, Tb, w_local, False)
             allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
-        if k % log_every == 0 or k == n_ticks:
+        if log_now:
+            for e in range(ne):
+                for a in range(3):
+                    out_targets[row, 3 * e + a] = tpos[e, a]
+            out_sigma[row] = sigma
             for j in range(thrust.shape[0]):
                 out_thrust[row, j] = thrust[j]
             for j in range(na):
@@ -425,13 +428,53 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         if base_actuation != BASE_IDEAL:  # the thrusters carry it, or nothing does
             for j in range(nb):
                 wrench[j] = 0.0
-        for _ in range(substeps):
+        for sub in range(substeps):
             generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench, arm_v, effort, wheel_v, wheel_limit,
                                wheel_speed, B_plant, thrust_max, max_force, max_torque, Rb, Tb, wsc, tau)
+            div[1], div[2], div[3], div[6] = STEPPING, k, sub, row
             plant_step(kmP, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
+            code, energy, step_work = step_check(v, tau, h, vn, Mn, ws[14], v_bounds, div[0])
+            if code:
+                div[1], div[4], div[5] = code, energy, step_work
+                q[:] = qn
+                v[:] = vn
+                return row
+            div[0], div[1] = energy, 0.0
             q[:] = qn
             v[:] = vn
             M[:, :] = Mn
             b[:] = bn
     return row
+
+
+STEPPING, DIVERGED_SPEED, DIVERGED_ENERGY = -1.0, 1.0, 2.0
+# The power balance has one definition, in physics/plant.py; compiled here as it is.
+energy_explained_compiled = njit(**_JIT)(energy_explained)
+
+
+@njit(**_JIT)
+def step_check(v0, tau, h, v, M, stages, v_bounds, energy_before):
+    """``Plant._divergence`` of the plant step from velocity v0 to v (nv,) under tau (nv,) held
+    over h s: (code, kinetic energy of the new state J, work of tau J), code 0 (accepted),
+    DIVERGED_SPEED (a speed over v_bounds, or NaN) or DIVERGED_ENERGY. M: M at the new state (full);
+    stages: plant_step's scratch, k1v, k2v, k3v in rows 2-4; work = h/6 tau . (v0 + 2 v2 + 2 v3
+    + v4), the stage velocities v2 = v0 + h/2 k1, v3 = v0 + h/2 k2, v4 = v0 + h k3 (Plant's)."""
+    nv = v.shape[0]
+    work = 0.0
+    for i in range(nv):
+        work += tau[i] * (6.0 * v0[i] + h * (stages[2, i] + stages[3, i] + stages[4, i]))
+    work *= h / 6.0
+    energy = 0.0
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += M[i, j] * v[j]
+        energy += v[i] * s
+    energy *= 0.5
+    for i in range(nv):
+        if not abs(v[i]) <= v_bounds[i]:
+            return DIVERGED_SPEED, energy, work
+    if not energy_explained_compiled(energy_before, energy, work):
+        return DIVERGED_ENERGY, energy, work
+    return 0.0, energy, work
 

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.control.maneuvers import wilde_profile
-from freeflyer_control.physics.state import base_rotation_into
+from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 # For the kernels that allocate nothing: without numba's runtime (NRT), the array views their
@@ -353,11 +353,12 @@ def crba(km, R, p, M, ws):
 
 
 @njit(**_NO_NRT)
-def cholesky(A, L):
-    """L lower with L L^T = A (A SPD; only its lower triangle is read). False if not PD."""
+def cholesky(A, L, shift=0.0):
+    """L lower with L L^T = A - shift I (only the lower triangle of A is read). False if that is
+    not positive definite."""
     n = A.shape[0]
     for j in range(n):
-        d = A[j, j]
+        d = A[j, j] - shift
         for k in range(j):
             d -= L[j, k] * L[j, k]
         if not d > 0.0:
@@ -726,6 +727,36 @@ def _bracket(planar, xi, eta, out):
 # Rb = world <- base_link rotation (3x3) of configuration q: the one definition, in
 # physics/state.py, compiled as it is.
 base_rotation = njit(**_NO_NRT)(base_rotation_into)
+# T = world_to_local_base_map from that rotation: likewise physics/state.py's, compiled as it is.
+base_map_from_rotation = njit(**_JIT)(world_to_local_base_map_into)
+
+
+@njit(**_NO_NRT)
+def log3(R, out):
+    """out (3,) = the rotation vector of R (rad), Pinocchio's ``log3``: theta from the trace,
+    the axis from the antisymmetric part (from the diagonal within 1e-2 rad of pi)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr >= 3.0:
+        tr, theta = 3.0, 0.0
+    elif tr <= -1.0:
+        tr, theta = -1.0, math.pi
+    else:
+        theta = math.acos((tr - 1.0) / 2.0)
+    if theta >= math.pi - 1e-2:
+        cphi = -(tr - 1.0) / 2.0
+        beta = theta * theta / (1.0 + cphi)
+        for a in range(3):
+            i1, i2 = (a + 1) % 3, (a + 2) % 3
+            t = (R[a, a] + cphi) * beta
+            sign = 1.0 if R[i2, i1] > R[i1, i2] else -1.0
+            out[a] = sign * (math.sqrt(t) if t > 0.0 else 0.0)
+        return
+    t = (theta / math.sin(theta) if theta > TS_PREC else 1.0) / 2.0
+    out[0] = t * (R[2, 1] - R[1, 2])
+    out[1] = t * (R[0, 2] - R[2, 0])
+    out[2] = t * (R[1, 0] - R[0, 1])
+
+
 
 
 @njit(**_NO_NRT)

@@ -1,14 +1,17 @@
 """``run_fast``: the lockstep simulation of :func:`freeflyer_control.sim.runner.run_simulation`
 with plant and controller in one compiled loop (needs numba).
 
-Covered (:func:`not_covered` says why not otherwise): the computed-torque controller on a
-joint-space maneuver (``wilde``, ``station-keeping``) in every maneuvering mode, with mode
-schedules (run-time switches, blended as :class:`~freeflyer_control.control.mode_switch.ModeSwitcher`
-does), reaction wheels (rotation-floating: as many wheels as attitude axes), the base wrench
-through the thrusters (the allocator's one definition, compiled) or as an ideal bounded wrench,
-any mass error of the controller's model, robots whose joints the kernels implement. Not
-covered: the end-effector maneuvers and the other controllers, dispersed runs
-(perturbations). The plant's divergence check is not compiled (docs/conventions.md).
+Covered (:func:`not_covered` says why not otherwise): the computed-torque and resolved-rate
+controllers on every maneuver they fly (the joint maneuvers ``wilde`` and ``station-keeping``,
+the end-effector maneuvers ``ee-point`` and ``ee-circle``; resolved rate as computed torque's
+reference generator on the latter) in every maneuvering mode, with mode schedules (run-time
+switches, blended as :class:`~freeflyer_control.control.mode_switch.ModeSwitcher` does),
+reaction wheels (rotation-floating: as many wheels as attitude axes), the base wrench through
+the thrusters (the allocator's one definition, compiled) or as an ideal bounded wrench, any
+mass error of the controller's model, robots whose joints the kernels implement. Every plant
+step is checked for divergence as ``Plant.step`` checks it, and a diverged run ends as on the
+Python engine (docs/conventions.md). Not covered: the impedance law (and so ``ee-contact``),
+dispersed runs (perturbations).
 
 Logging is compiled too: the loop stores (q, v), the efforts and the reference at the log
 rate, and the Recorder's series are computed from them after each compiled chunk of ticks
@@ -32,6 +35,8 @@ from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import (
     WILDE_PERIOD,
     WILDE_PHASES,
+    EECircle,
+    EEPoint,
     Wilde,
     make_maneuver,
 )
@@ -41,19 +46,23 @@ from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
 from freeflyer_control.physics import compiled as PC
 from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
+from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
+from freeflyer_control.physics.plant import energy_reason, velocity_bounds, velocity_reason
 from freeflyer_control.physics.reduced import reduced_plan
 from freeflyer_control.physics.state import rotation_from_xyzw
 from freeflyer_control.sim.fast import control_kernels as CK
 from freeflyer_control.sim.fast import kernels as K
 from freeflyer_control.sim.fast import record
+from freeflyer_control.sim.fast import task_kernels as TK
 from freeflyer_control.sim.fast.model import NotCovered, kernel_model
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import keeps_partial
 
-_REF_KINDS = {"wilde": 1, "station-keeping": 0}
+_REF_KINDS = {"wilde": 1, "station-keeping": 0, "ee-point": TK.REF_EE_POINT, "ee-circle": TK.REF_EE_CIRCLE}
+_CONTROLLERS = ("computed_torque", "resolved_rate")
 _MODES = list(Mode)  # mode codes of the kernels: indices in this list
 _BASE_ACTUATION = {"none": CK.BASE_NONE, "ideal": CK.BASE_IDEAL, "thrusters": CK.BASE_THRUSTERS}
 # Wall seconds of the first compiled call after which the user is told the kernels are being
@@ -65,10 +74,10 @@ def not_covered(config) -> str | None:
     """Why ``config`` (a SimConfig) cannot take the compiled path, or None if it can."""
     if getattr(config, "perturbation", None) is not None:
         return "a perturbation (dispersed robot, sensors or actuators)"
-    if config.controller != "computed_torque":
-        return f"controller {config.controller} (only computed_torque is compiled)"
+    if config.controller not in _CONTROLLERS:
+        return f"controller {config.controller} (computed_torque and resolved_rate are compiled)"
     if config.maneuver not in _REF_KINDS:
-        return f"maneuver {config.maneuver} (only the joint maneuvers wilde and station-keeping are compiled)"
+        return f"maneuver {config.maneuver} (wilde, station-keeping, ee-point and ee-circle are compiled)"
     return None
 
 
@@ -175,7 +184,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
         raise NotCovered(f"rotation-floating with {kp_model.wheel_v.size} wheels for {n_att} attitude axes "
                          "is not compiled (a least-squares wheel solve)")
 
-    state = initial_state(ff, config, maneuver)  # joint maneuvers only: no ready pose here
+    state = initial_state(ff, config, maneuver)
 
     loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
                        base_actuation=config.base_actuation)
@@ -213,27 +222,35 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
             rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
+    task = _task_arrays(model, loop, maneuver, state, mode0)
     ref_args = (_REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
-                np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps)
+                np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps,
+                config.controller == "resolved_rate", task,
+                np.stack([mode_layout(PC, model, mode) for mode in _MODES]))
     cmd = _mode_table(ff)
     logged = _logged_ticks(n_ticks, log_every)
     rows = logged.size
     out = {"arm": np.empty((rows, na)), "pos": np.empty((rows, na)), "vel": np.empty((rows, na)),
            "wheel": np.empty((rows, nw)), "wrench": np.empty((rows, nb)), "blend": np.empty(rows),
            "thrust": np.zeros((rows, len(ff.thrusters))),  # stays zero without an allocator (ideal, none)
-           "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv))}
+           "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv)),
+           "targets": np.full((rows, 3 * task[4].size), np.nan), "sigma": np.empty(rows)}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
+    v_bounds = velocity_bounds(ff)
+    div = np.zeros(7)
+    div[0] = 0.5 * float(v @ M @ v)  # the kinetic energy the first step's check starts from
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
         CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
-                     q, v, mom, M, b, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
-                     out["wheel"], out["wrench"], out["thrust"], out["blend"])
+                     q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
+                     out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"])
         _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
     last_progress = [wall0]
     k, row = 0, 0
+    diverged, t_reached = None, duration
 
     def partial(exc: BaseException):
         return stopped_result(ff, config, recorder, loop, exc, duration=duration,
@@ -249,27 +266,92 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             code = _MODES.index(switcher.mode)
             previous = -1 if switcher.previous is None or switcher.blend_time == 0.0 else _MODES.index(switcher.previous)
             k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
-            done = CK.run_ticks(
-                *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
-                *ref_args, k, k_next, n_ticks, q, v, mom, M, b, log_every, out["q"][row:], out["v"][row:],
-                out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:], out["wrench"][row:],
-                out["thrust"][row:], out["blend"][row:])
+            try:
+                done = CK.run_ticks(
+                    *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
+                    *ref_args, k, k_next, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, out["q"][row:],
+                    out["v"][row:], out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:],
+                    out["wrench"][row:], out["thrust"][row:], out["blend"][row:], out["targets"][row:],
+                    out["sigma"][row:])
+            except (np.linalg.LinAlgError, ValueError) as exc:
+                if div[1] != CK.STEPPING:  # the control law's, not the plant's: as on the Python engine
+                    raise
+                done = int(div[6])  # the plant could not be evaluated: Plant.step's divergence
+                diverged = _divergence(div, dt, substeps, f"the dynamics could not be evaluated ({exc})")
+            else:
+                if div[1] > 0:
+                    diverged = _divergence(div, dt, substeps, _step_reason(ff, q, v, v_bounds, div))
             new = slice(row, row + done)
             out["mode"][new] = code
             row, k = row + done, k_next
             recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
+            if diverged is not None:
+                t_reached = int(div[2]) * dt  # the last tick whose steps all went through
+                break
             report_progress(progress, min(k * dt, duration), duration, last_progress)
-    assert row == rows, (row, rows)
+    assert diverged is not None or row == rows, (row, rows)
     series = recorder.series()
     wall = time.perf_counter() - wall0
     if progress is not None:
-        progress(duration, duration)
+        progress(t_reached, duration)
 
     result = SimResult(ff, config, series, recorder.columns)
-    result.summary = summarize(result, loop, duration, wall)
+    result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "compiled (numba)"
-    result.summary["plant_diverged"] = None
+    result.summary["plant_diverged"] = diverged
     return result
+
+
+def _step_reason(ff, q, v, v_bounds, div) -> str:
+    """Why the plant step ``run_ticks`` rejected diverged (``physics.plant``'s words); q, v: the
+    rejected state."""
+    if div[1] == CK.DIVERGED_SPEED:
+        return velocity_reason(ff, q, v, v_bounds)
+    return energy_reason(div[0], div[4], div[5])
+
+
+def _divergence(div, dt: float, substeps: int, reason: str) -> str:
+    """``Plant.diverged`` of the step ``div`` says failed: "plant diverged at t = <end of the
+    step> s: <reason>"."""
+    t_step = int(div[2]) * dt + (int(div[3]) + 1) * dt / substeps
+    return f"plant diverged at t = {t_step:.6g} s: {reason}"
+
+
+def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
+    """The ``task`` tuple of ``task_kernels.ee_joint_reference`` for the run's maneuver (empty
+    arrays for a joint maneuver): its targets' parameters, the end-effector frames of the
+    controller's ``model``, the target attitudes, the commanded GJM rows, the resolved-rate gains
+    and the integrated joint reference (the loop's, at the start).
+
+    The commanded rows come from the Python law itself: one ``ResolvedRate.joint_rates`` at the
+    start state, which also says, once, what a tall task gives up, as the Python engine's first
+    tick does."""
+    na = len(model.arm_joint_names)
+    n_rows = 3 if model.base == "planar" else 6
+    q_int = np.array(loop.q_integrated, dtype=float)
+    if not maneuver.task_space:
+        empty = np.zeros((0, 3))
+        return (0, np.zeros(2), empty, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), empty,
+                np.zeros((0, 3, 3)), np.zeros((0, n_rows), dtype=np.int64), np.zeros(2), np.zeros(2), np.ones(na),
+                q_int)
+    rr = loop.rr
+    commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
+    frames = [model.model.frames[model.frame_id(e)] for e in model.end_effectors]
+    use = np.array([[(e, r) in commanded for r in rr._row_names] for e in model.end_effectors], dtype=np.int64)
+    if isinstance(maneuver, EEPoint):
+        params, axes = np.array([maneuver.move_time, 0.0]), maneuver.offsets
+    elif isinstance(maneuver, EECircle):
+        params, axes = np.array([maneuver.period, maneuver.radius]), maneuver.axes
+    else:
+        raise NotCovered(f"the compiled path does not cover maneuver {maneuver.name}")
+    g = rr.gains
+    return (_REF_KINDS[maneuver.name], params, np.ascontiguousarray(maneuver.starts), np.ascontiguousarray(axes),
+            np.array([f.parentJoint - 1 for f in frames], dtype=np.int64),
+            np.ascontiguousarray([f.placement.rotation for f in frames], dtype=float),
+            np.ascontiguousarray([f.placement.translation for f in frames], dtype=float),
+            np.ascontiguousarray([rotation_from_xyzw(x) for x in maneuver.attitudes], dtype=float), use,
+            np.array([g.k_position, g.k_orientation]), np.array([g.sigma_0, g.lambda_max]),
+            np.array(rr.rate_limit, dtype=float), q_int)
 
 
 def _logged_ticks(n_ticks: int, log_every: int) -> np.ndarray:
@@ -305,7 +387,7 @@ def _series(ff, km, columns, t, out, new) -> dict[str, np.ndarray]:
     series["wheel_torques"][:] = out["wheel"][new]
     series["base_wrench_world"][:] = out["wrench"][new]
     series["thruster_forces"][:] = out["thrust"][new]
-    series["ee_targets"][:] = np.nan
-    series["sigma_min"][:] = np.nan
+    series["ee_targets"][:] = out["targets"][new] if out["targets"].shape[1] else np.nan
+    series["sigma_min"][:, 0] = out["sigma"][new]
     series["blend"][:, 0] = out["blend"][new]
     return series
