@@ -16,7 +16,6 @@ from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import EECircle, EEPoint, make_maneuver
 from freeflyer_control.control.resolved_rate import damped_least_squares, damping_lambda2
 from freeflyer_control.model import load_robot
-from freeflyer_control.model.robots import robot_names
 from freeflyer_control.physics import compiled as PC
 from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.modes import Mode
@@ -28,6 +27,7 @@ from freeflyer_control.sim.fast.model import kernel_model
 from freeflyer_control.sim.fast.runner import _task_arrays
 from freeflyer_control.sim.runner import SimConfig, initial_state
 from fast_support import assert_same_run
+from test_fast_kernel import MODELS, load
 
 MODES = list(Mode)
 # Two evaluations of the same few-hundred-flop expressions on O(1) data: ~1e-15; the bound
@@ -41,9 +41,9 @@ def random_state(ff, rng, speed=0.3):
     return State(q, speed * rng.normal(size=m.nv))
 
 
-@pytest.mark.parametrize("name", robot_names())
+@pytest.mark.parametrize("name", MODELS)
 def test_frame_jacobian_and_placement_are_pinocchios_local_world_aligned(name):
-    ff = load_robot(name)
+    ff = load(name)
     km = kernel_model(ff).arrays()
     n = km[0].shape[0]
     R, p, oR, op = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
@@ -138,15 +138,18 @@ def _reference_arrays(man):
     return TK.REF_EE_CIRCLE, np.array([man.period, man.radius]), man.starts, man.axes
 
 
-@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link", "dual_arm_planar", "spatial_dual_arm"])
-@pytest.mark.parametrize("mode", MODES)
+# every_kind (test_fast_kernel: revolute, prismatic and continuous joints off the axes) has no
+# wheels or thrusters: it flies floating mode only.
+@pytest.mark.parametrize("name, mode", [(name, mode) for name in ("planar_4link", "spatial_6link", "dual_arm_planar",
+                                                                  "spatial_dual_arm") for mode in MODES]
+                         + [("every_kind", Mode.FLOATING)])
 def test_compiled_joint_rates_are_resolved_rate_joint_rates_in_every_mode(name, mode):
     """The resolved-rate law at the measured state (the resolved_rate controller) and at the
-    integrated reference (computed torque's reference generator), against
-    ResolvedRate.joint_rates on the same states and targets."""
-    ff = load_robot(name)
+    integrated reference (computed torque's reference generator, a continuous and a prismatic
+    arm joint included), against ResolvedRate.joint_rates on the same states and targets."""
+    ff = load(name)
     man = make_maneuver("ee-circle")
-    start = initial_state(ff, SimConfig(robot=name, maneuver="ee-circle"), man)
+    start = initial_state(ff, SimConfig(maneuver="ee-circle"), man)
     loop = ControlLoop(ff, man, mode=mode)
     loop.start(start)
     task = _task_arrays(ff, loop, man, start, mode)
