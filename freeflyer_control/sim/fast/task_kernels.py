@@ -6,8 +6,9 @@ and where it is defined on the Python path:
 * the frame placement and Jacobian (Pinocchio's ``computeFrameJacobian``, LOCAL_WORLD_ALIGNED):
   :func:`world_placements` and :func:`frame_jacobian` from the kernels' forward kinematics;
 * the mode's GJM of each end-effector (``physics/gjm.py: generalized_jacobian``): its compiled
-  post-processing ``physics/compiled.py: gjm_post``, the very kernel ``generalized_jacobian``
-  finishes with, on the layout it builds for the mode;
+  post-processing ``physics/compiled.py: gjm_post_into`` (``gjm_post``, the very kernel
+  ``generalized_jacobian`` finishes with, is a wrapper that allocates its outputs), on the
+  layout ``gjm.mode_layout`` builds for the mode;
 * the task error (``ResolvedRate._task``): the position error and log3(R_d R^T), the feed-forward
   twist, the gains, the commanded rows, and the commanded base velocities moved to the drift;
 * the damped least-squares solve with its damping law (``resolved_rate.damping_lambda2``,
