@@ -13,6 +13,8 @@ bridge just published. The watchdogs are not touched; only the phases are chosen
 
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 STAGES = ("testbed_emulator", "testbed_bridge", "controller_node")
 
 
@@ -30,3 +32,39 @@ def stage_offsets(period: float, stages: int = len(STAGES)) -> list[float]:
     if stages < 1:
         raise ValueError(f"stage_offsets: need at least one stage, got {stages}")
     return [k * period / (stages + 1) for k in range(stages)]
+
+
+# A subscription's queue holds at most its QoS depth (5 for states, 10 for commands); a take
+# loop bounded above that cannot spin on a publisher in another process that outpaces it.
+MAX_PENDING = 16
+
+
+def deliver_pending(inputs: Sequence[tuple[Callable[[], Any], Callable[[Any], None]]],
+                    limit: int = MAX_PENDING) -> int:
+    """Deliver, oldest first, every message already waiting for a stage's inputs, before the
+    stage computes; how many.
+
+    rclpy's executor serves a node's ready timers before its ready subscriptions, so a tick whose
+    timer falls due in the same wake-up as its input's message (the bridge's /joint_states for
+    the controller, the controller's commands for the bridge) would read the previous period's
+    input: one period older than it is, which eats the watchdog's margin (a 6 ms controller
+    watchdog at 250 Hz keeps ~2 ms instead of ~5). Taken here, the message reaches the same
+    callback the executor would have called a moment later, so arrival times (what the watchdogs
+    measure) are those of the take, never earlier than the message's real arrival.
+
+    Args:
+        inputs: ``(take, deliver)`` pairs in the order the executor would serve them: ``take()``
+            returns the oldest queued message or None when the queue is empty; ``deliver(msg)``
+            is the input's callback.
+        limit: at most this many messages per input (a queue refilled from another process as
+            fast as it is drained must not hold the stage back).
+    """
+    delivered = 0
+    for take, deliver in inputs:
+        for _ in range(limit):
+            msg = take()
+            if msg is None:
+                break
+            deliver(msg)
+            delivered += 1
+    return delivered

@@ -55,6 +55,19 @@ def state_subscription(node: Node, kind, topic: str, callback):
                                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
 
+def queued_inputs(*subscriptions) -> tuple[tuple[Callable[[], Any], Callable[[Any], None]], ...]:
+    """``(take, callback)`` pairs of message-only ``subscriptions``, for
+    :func:`freeflyer_control.hil.schedule.deliver_pending`: ``take()`` is the executor's own take
+    (``Subscription.handle.take_message``), the oldest queued message or None."""
+    def taker(sub):
+        def take():
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            return None if taken is None else taken[0]
+        return take
+    return tuple((taker(sub), sub.callback) for sub in subscriptions)
+
+
 @dataclass(frozen=True)
 class Param:
     """A parameter declaration: default, description, and range or choices."""
