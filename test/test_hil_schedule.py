@@ -4,7 +4,7 @@ import pytest
 
 from collections import deque
 
-from freeflyer_control.hil.schedule import MAX_PENDING, STAGES, deliver_pending, stage_offsets
+from freeflyer_control.hil.schedule import MAX_PENDING, STAGES, deliver_pending, stage_offsets, stage_rank
 from freeflyer_control.runtime.controller_server import ControllerServer
 from freeflyer_control.model import load_robot
 
@@ -79,3 +79,8 @@ def test_a_state_taken_at_the_tick_is_fresh_where_the_executors_order_left_it_a_
     fresh = server_with_previous_state()
     deliver_pending([(queue_of("this period's state"), lambda _: fresh.on_joint_state(names, q, v, now))])
     assert fresh.watchdog.stale(now) == ["base_odometry never received"]
+
+
+def test_the_stages_are_served_in_data_flow_order_and_every_other_node_after_them():
+    names = ["gjm_node", "controller_node", "testbed_bridge", "testbed_emulator"]
+    assert sorted(names, key=stage_rank) == ["testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"]

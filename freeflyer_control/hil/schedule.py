@@ -18,6 +18,15 @@ from typing import Any, Callable, Sequence
 STAGES = ("testbed_emulator", "testbed_bridge", "controller_node")
 
 
+def stage_rank(node_name: str) -> int:
+    """Where a node of the composed graph is served when several nodes' callbacks are ready in one
+    wake-up of the executor (after a stall, all three timers at once): the timed stages in
+    data-flow order (:data:`STAGES`), every other node after them. Served that way, a late
+    period runs as one tick of ``run_hil`` does, each stage on the inputs the one before it has
+    just published."""
+    return STAGES.index(node_name) if node_name in STAGES else len(STAGES)
+
+
 def stage_offsets(period: float, stages: int = len(STAGES)) -> list[float]:
     """Start offsets, s after the first stage, of ``stages`` timers of one ``period`` (s) in
     data-flow order: ``k * period / (stages + 1)``. Each stage gets the same share of the
