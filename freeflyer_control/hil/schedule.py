@@ -8,7 +8,14 @@ periods) is left half a period of margin for all the jitter of the thread. Start
 a period apart in data-flow order (emulator, bridge, controller; the order of one tick of
 :func:`freeflyer_control.hil.runner.run_hil`), each stage finds its inputs of this period
 waiting: the bridge the samples the emulator just published, the controller the estimate the
-bridge just published. The watchdogs are not touched; only the phases are chosen.
+bridge just published.
+
+Phases alone do not make a stage read them. rclpy serves a node's ready timers before its ready
+subscriptions, and a wake-up's several nodes in the order of a set (it changes from run to run):
+measured in the composed graph, two thirds of the controller's ticks ran before their own
+/joint_states callback and read the previous period's state. So each stage first takes the
+inputs already queued for it (:func:`deliver_pending`), and the executor serves the stages in
+data-flow order (:func:`stage_rank`). The watchdogs are not touched; only the order is chosen.
 """
 
 from __future__ import annotations
