@@ -10,13 +10,13 @@ counted meanwhile (/proc/stat: time the hypervisor ran something else while a vC
 
     python bench/bench_vm_pauses.py --duration 130 --late 8
 
-``--watch NAME`` also follows the first process whose command line contains NAME (e.g.
+``--watch NAME`` also follows the busiest process whose command line contains NAME (e.g.
 ``testbed_graph``): a CPU-bound process is the one the scheduler makes wait when other jobs want
 both CPUs, while a sleeper that needs microseconds is served at once. From the run-queue wait
 the kernel counts for the process's main thread (/proc/<pid>/schedstat: ready to run, no CPU
 given), every episode in which it waited more than ``--late`` ms in every 20 ms is printed with
-its wall time, length and total wait: a stall of the graph that the sleeper did not see, and the watched process waited for a
-CPU then, is contention for the CPUs, not the graph's code and not the VM.
+its wall time, length and total wait. A stall of the graph that the sleeper did not see, while
+the graph waited for a CPU, is contention for the CPUs: neither the graph's code nor the VM.
 
     python bench/bench_vm_pauses.py --duration 130 --late 8 --watch testbed_graph
 
@@ -125,7 +125,8 @@ def main(argv=None) -> int:
         last = now
     if episode is not None:
         contended += tell_episode(args, pid, episode, episode_end)
-    print(f"{len(gaps)} wake-ups later than {args.late:g} ms in {args.duration:g} s, longest sleep {worst * 1e3:.1f} ms; "
+    print(f"{len(gaps)} wake-ups later than {args.late:g} ms in {args.duration:g} s, "
+          f"longest sleep {worst * 1e3:.1f} ms; "
           f"steal {(steal_seconds() - steal0) * 1e3:.0f} ms (all CPUs); load average {os.getloadavg()[0]:.2f}")
     if args.watch:
         print(f"{args.watch}: " + (f"pid {pid}, {contended} episodes of more than {args.late:g} ms waiting for a CPU "

@@ -38,7 +38,7 @@ def context():
 
 
 def test_the_composed_graph_serves_its_stages_in_data_flow_order_whatever_order_they_were_added(context):
-    names = ["gjm_node", "controller_node", "testbed_bridge", "testbed_emulator"]  # testbed_graph's creation order, shuffled
+    names = ["gjm_node", "controller_node", "testbed_bridge", "testbed_emulator"]  # any order but data flow
     nodes = [Node(name, context=context) for name in names]
     executor = OrderedExecutor(stage_rank, context=context)
     for node in nodes:
