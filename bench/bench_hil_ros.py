@@ -202,7 +202,7 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
                 hits = [k for k, rx in EVENTS.items() if rx.search(line)]
                 for k in hits:
                     counts[k] += 1
-                if hits and len(run.lines) < 12:
+                if hits and (len(run.lines) < 12 or "bridge trips" in hits):   # every trip, and a sample of the rest
                     run.lines.append(line.rstrip())
             if args.verbose:
                 sys.stdout.write(line)
