@@ -11,6 +11,9 @@ testbed planar_4link at its 250 Hz; extra launch arguments after ``--``), lets i
 * watchdog trips and stale inputs, from the nodes' output: the bridge's ``TRIP`` lines, the
   controller's ``commands zeroed`` lines, the emulator's refused commands;
 * the bridge's and the controller's diagnostics at the end (ticks, tick overruns, zeroed ticks);
+* trips in the warm-up: a bridge tripped then (the known start-up trip on a busy machine,
+  docs/hil.md) is reset once through ``/testbed_bridge/reset`` before the window, as an operator
+  would, so that the window measures a running graph; the row and the reset's answer say so;
 * period statistics from a probe node in this process (its CPU is not counted in the total):
   intervals between the bridge's /joint_states and between the controller's
   /joint_effort_commands on their DDS publish times (p50, p99, max), and the missed periods
@@ -101,6 +104,8 @@ class Run:
     ticks: tuple = (None, None)                   # the bridge's tick count at the window's ends
     load: tuple = ()
     lines: list = field(default_factory=list)
+    warmup_trips: list = field(default_factory=list)  # TRIP lines before the window
+    reset: str = ""                                    # the bridge's answer to the reset before the window
 
 
 class Probe:
@@ -127,6 +132,9 @@ class Probe:
                                       lambda m, i: self.times["joint_effort_commands"].append(i["source_timestamp"]),
                                       qos)
         self.node.create_subscription(DiagnosticArray, "diagnostics", self._on_diag, 10)
+        from std_srvs.srv import Trigger
+        self._trigger = Trigger
+        self.reset_client = self.node.create_client(Trigger, "/testbed_bridge/reset")
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
@@ -144,6 +152,17 @@ class Probe:
     def reset(self) -> None:
         for v in self.times.values():
             v.clear()
+
+    def reset_bridge(self, timeout: float = 5.0) -> str:
+        """Call /testbed_bridge/reset; its answer (it refuses, saying why, while a cause remains)."""
+        if not self.reset_client.wait_for_service(timeout_sec=timeout):
+            return "service /testbed_bridge/reset not available"
+        future = self.reset_client.call_async(self._trigger.Request())
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        answer = future.result() if future.done() else None
+        return "no answer" if answer is None else f"{'ok' if answer.success else 'refused'}: {answer.message}"
 
     def close(self) -> None:
         import rclpy
@@ -177,11 +196,13 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
 
     def reader():
         for line in proc.stdout:
+            if not measuring.is_set() and EVENTS["bridge trips"].search(line):
+                run.warmup_trips.append(line.rstrip())
             if measuring.is_set():
                 hits = [k for k, rx in EVENTS.items() if rx.search(line)]
                 for k in hits:
                     counts[k] += 1
-                if hits and len(run.lines) < 12:
+                if hits and (len(run.lines) < 12 or "bridge trips" in hits):   # every trip, and a sample of the rest
                     run.lines.append(line.rstrip())
             if args.verbose:
                 sys.stdout.write(line)
@@ -190,6 +211,9 @@ def run_once(label: str, launch_args: list[str], args, probe) -> Run:
     thread.start()
     try:
         time.sleep(args.warmup)
+        if run.warmup_trips and probe is not None:
+            run.reset = probe.reset_bridge()
+            time.sleep(1.0)   # the controller's e-stop is reset by the bridge; both tick again
         pids = [p for p in _children(proc.pid)] + [proc.pid]
         start = {p: process_cpu_seconds(p) for p in pids}
         ticks0 = probe.ticks() if probe else None
@@ -243,6 +267,7 @@ def report(runs: list[Run], args) -> None:
                                                   for r in runs])
     rows.append(["CPU ms per bridge tick (all processes)"] + [f"{x * 1e3:.2f}" if x else "-" for x in per_tick])
     rows.append([f"cores at the full {RATE:g} Hz"] + [f"{x * RATE:.3f}" if x else "-" for x in per_tick])
+    rows.append(["bridge trips in the warm-up (reset before the window)"] + [str(len(r.warmup_trips)) for r in runs])
     for key in EVENTS:
         rows.append([f"{key} (lines)"] + [str(r.events.get(key, "-")) for r in runs])
     for topic in ("joint_states", "joint_effort_commands"):
@@ -271,6 +296,10 @@ def report(runs: list[Run], args) -> None:
         print("| " + " | ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
                                 for i, (c, w) in enumerate(zip(row, widths))) + " |")
     for r in runs:
+        for line in r.warmup_trips[:3]:
+            print(f"[{r.label}] in the warm-up: {line}")
+        if r.reset:
+            print(f"[{r.label}] reset before the window: {r.reset}")
         for line in r.lines:
             print(f"[{r.label}] {line}")
 

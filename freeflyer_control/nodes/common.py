@@ -55,6 +55,19 @@ def state_subscription(node: Node, kind, topic: str, callback):
                                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
 
+def queued_inputs(*subscriptions) -> tuple[tuple[Callable[[], Any], Callable[[Any], None]], ...]:
+    """``(take, callback)`` pairs of message-only ``subscriptions``, for
+    :func:`freeflyer_control.hil.schedule.deliver_pending`: ``take()`` is the executor's own take
+    (``Subscription.handle.take_message``), the oldest queued message or None."""
+    def taker(sub):
+        def take():
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            return None if taken is None else taken[0]
+        return take
+    return tuple((taker(sub), sub.callback) for sub in subscriptions)
+
+
 @dataclass(frozen=True)
 class Param:
     """A parameter declaration: default, description, and range or choices."""
@@ -282,6 +295,19 @@ def load_testbed_for(node: Node, value: str):
         raise StartupError(str(exc)) from None
 
 
+class OrderedExecutor(SingleThreadedExecutor):
+    """A single-threaded executor that serves its nodes' ready callbacks node by node in the order
+    ``rank(node name)`` gives (lowest first), where SingleThreadedExecutor's order is that of a
+    set: it changes from one run to the next (``Executor.get_nodes``, rclpy Jazzy)."""
+
+    def __init__(self, rank: Callable[[str], Any], **kwargs):
+        super().__init__(**kwargs)
+        self._rank = rank
+
+    def get_nodes(self) -> list[Node]:
+        return sorted(super().get_nodes(), key=lambda node: self._rank(node.get_name()))
+
+
 def spin_node(factory: Callable[[], Node], args=None) -> None:
     """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown. A
     StartupError (already logged) ends the process with exit code 1 and no traceback."""
@@ -291,12 +317,14 @@ def spin_node(factory: Callable[[], Node], args=None) -> None:
 def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
                prepare: Callable[[list[Node]], None] | None = None,
                finish: Callable[[list[Node]], None] | None = None,
-               spin: Callable[[SingleThreadedExecutor], None] | None = None) -> None:
+               spin: Callable[[SingleThreadedExecutor], None] | None = None,
+               rank: Callable[[str], Any] | None = None) -> None:
     """:func:`spin_node` for several nodes in one process, created in order and spun by one
     single-threaded executor (their callbacks never run concurrently). ``prepare(nodes)`` runs
     once they all exist, before the first callback; ``finish(nodes)`` after the last, before
     they are destroyed (if ``prepare`` was called); ``spin(executor)`` replaces
-    ``executor.spin()`` (sim_loop_node drives its own periods). A StartupError of any of them (already logged)
+    ``executor.spin()`` (sim_loop_node drives its own periods); ``rank`` orders the nodes whose
+    callbacks are ready in one wake-up (:class:`OrderedExecutor`). A StartupError of any of them (already logged)
     destroys those already created and ends the process with exit code 1."""
     rclpy.init(args=args)
     nodes: list[Node] = []
@@ -305,7 +333,7 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
     try:
         for factory in factories:
             nodes.append(factory())
-        executor = SingleThreadedExecutor()
+        executor = SingleThreadedExecutor() if rank is None else OrderedExecutor(rank)
         for node in nodes:
             executor.add_node(node)
         prepared = True   # finish undoes what prepare did, even if it was interrupted

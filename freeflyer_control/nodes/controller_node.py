@@ -50,6 +50,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
+from freeflyer_control.hil.schedule import deliver_pending
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     LATCHED_QOS,
@@ -60,6 +61,7 @@ from freeflyer_control.nodes.common import (
     diagnostics,
     now_s,
     param_result,
+    queued_inputs,
     quiet_publisher,
     robot_from_parameters,
     spin_node,
@@ -124,14 +126,15 @@ class ControllerNode(Node):
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
-        if not lockstep:
-            state_subscription(self, JointState, "joint_states", self._on_joints)
-            state_subscription(self, Odometry, "base/odom", self._on_odom)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
         # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
-        self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        # What the tick's watchdog reads, taken before each tick (hil.schedule.deliver_pending).
+        self.tick_inputs = () if lockstep else queued_inputs(
+            state_subscription(self, JointState, "joint_states", self._on_joints),
+            state_subscription(self, Odometry, "base/odom", self._on_odom), estop)
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
         self.capture_client = None
@@ -288,6 +291,7 @@ class ControllerNode(Node):
 
     # --- the tick -----------------------------------------------------------------------------
     def _tick(self) -> None:
+        deliver_pending(self.tick_inputs)   # the newest state, even if it arrived with this tick's timer
         self.ticked(self.server.tick(now_s(self)))
 
     def ticked(self, out: ControllerOutput) -> None:

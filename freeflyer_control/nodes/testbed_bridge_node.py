@@ -43,6 +43,7 @@ from std_srvs.srv import Trigger
 from tf2_ros import TransformBroadcaster
 
 from freeflyer_control.hil.bridge import TestbedBridge
+from freeflyer_control.hil.schedule import deliver_pending
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     STATE_PUB_QOS,
@@ -53,6 +54,7 @@ from freeflyer_control.nodes.common import (
     diagnostics,
     load_testbed_for,
     now_s,
+    queued_inputs,
     spin_node,
     state_messages,
     vector_msg,
@@ -119,15 +121,17 @@ class TestbedBridgeNode(Node):
             kind = Float64MultiArray if act.thrusters.command == "duty" else UInt8MultiArray
             self.pub_valves = self.create_publisher(kind, act.thrusters.topic, COMMAND_QOS)
 
-        self.create_subscription(PoseStamped, cfg.capture.topic, self._on_capture, STATE_SUB_QOS)
-        self.create_subscription(JointState, cfg.encoders.topic, self._on_encoders, STATE_SUB_QOS)
-        self.create_subscription(Float64MultiArray, "joint_effort_commands",
-                                 lambda m: self._on_command("arm", m.data), COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "reaction_wheels/command",
-                                 lambda m: self._on_command("wheels", m.data), COMMAND_QOS)
-        self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
-        # Reliable and volatile, as controller_node's: matches `ros2 topic pub` and latched publishers.
-        self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        # Every input the tick's watchdogs read, taken before each tick (hil.schedule.deliver_pending).
+        self.tick_inputs = queued_inputs(
+            self.create_subscription(PoseStamped, cfg.capture.topic, self._on_capture, STATE_SUB_QOS),
+            self.create_subscription(JointState, cfg.encoders.topic, self._on_encoders, STATE_SUB_QOS),
+            self.create_subscription(Float64MultiArray, "joint_effort_commands",
+                                     lambda m: self._on_command("arm", m.data), COMMAND_QOS),
+            self.create_subscription(Float64MultiArray, "reaction_wheels/command",
+                                     lambda m: self._on_command("wheels", m.data), COMMAND_QOS),
+            self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS),
+            # Reliable and volatile, as controller_node's: matches `ros2 topic pub` and latched publishers.
+            self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS))
         self.create_service(Trigger, "~/reset", self._on_reset)
         controller = p["controller_node"].strip().rstrip("/")
         self.controller = controller
@@ -195,6 +199,7 @@ class TestbedBridgeNode(Node):
 
     # --- the tick --------------------------------------------------------------------------------
     def _tick(self) -> None:
+        deliver_pending(self.tick_inputs)   # inputs that arrived with this tick's timer count as arrived
         stamp = self.get_clock().now()
         now = stamp.nanoseconds * 1e-9
         start = time.perf_counter()

@@ -30,7 +30,7 @@ import time
 from rclpy.event_handler import EventHandler
 from rclpy.node import Node
 
-from freeflyer_control.hil.schedule import stage_offsets
+from freeflyer_control.hil.schedule import stage_offsets, stage_rank
 from freeflyer_control.nodes.common import spin_nodes
 from freeflyer_control.nodes.controller_node import ControllerNode
 from freeflyer_control.nodes.gjm_node import GjmNode
@@ -97,7 +97,7 @@ def main(args=None) -> None:
     # The emulator last: its clock (emulated time 0) starts when it is made, after the others'
     # start-up, so that its first step has not a second of plant to catch up on.
     spin_nodes([TestbedBridgeNode, ControllerNode, GjmNode, TestbedEmulatorNode], args, prepare=prepare,
-               finish=restore_qos_event_handlers)
+               finish=restore_qos_event_handlers, rank=stage_rank)
 
 
 if __name__ == "__main__":
