@@ -185,24 +185,28 @@ def singular_values(J, m, n, A, s):
     """s[:k] = the k = min(m, n) singular values of J[:m, :n], largest first, by one-sided
     (Hestenes) Jacobi rotations of its k rows (m <= n) or columns (m > n) until they are
     orthogonal to working precision: high relative accuracy, as LAPACK's. A (>= k x max(m, n)):
-    scratch."""
+    scratch; s also holds the rows' squared norms while it runs (updated by each rotation,
+    recomputed at the start of every sweep, as LAPACK's dgesvj does)."""
     k, length = min(m, n), max(m, n)
     for i in range(k):
         for t in range(length):
             A[i, t] = J[i, t] if m <= n else J[t, i]
     for _ in range(100):  # converges quadratically: ~6 sweeps for 6 rows
+        for i in range(k):
+            x = 0.0
+            for t in range(length):
+                x += A[i, t] * A[i, t]
+            s[i] = x
         rotated = False
         for i in range(k - 1):
             for j in range(i + 1, k):
-                alpha = beta = gamma = 0.0
+                gamma = 0.0
                 for t in range(length):
-                    alpha += A[i, t] * A[i, t]
-                    beta += A[j, t] * A[j, t]
                     gamma += A[i, t] * A[j, t]
-                if gamma == 0.0 or abs(gamma) <= EPS * math.sqrt(alpha * beta):
+                if gamma == 0.0 or abs(gamma) <= EPS * math.sqrt(s[i] * s[j]):
                     continue
                 rotated = True
-                zeta = (beta - alpha) / (2.0 * gamma)
+                zeta = (s[j] - s[i]) / (2.0 * gamma)
                 tan = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + math.hypot(1.0, zeta))
                 c = 1.0 / math.sqrt(1.0 + tan * tan)
                 sn = c * tan
@@ -210,6 +214,8 @@ def singular_values(J, m, n, A, s):
                     a, b = A[i, t], A[j, t]
                     A[i, t] = c * a - sn * b
                     A[j, t] = sn * a + c * b
+                s[i] = max(s[i] - tan * gamma, 0.0)
+                s[j] = s[j] + tan * gamma
         if not rotated:
             break
     for i in range(k):
