@@ -80,15 +80,17 @@ def workspace_sizes(nb, n):
     """Lengths (float64, int64) of the scratch arrays for nb rows and n thrusters: the stages'
     scratch (:func:`_scratch`), four vectors of allocate_forces, then what the warm start
     remembers (:func:`_remembered`)."""
-    return 2 * nb * n + 2 * nb + 6 * max(nb, n) + (3 * nb + n) + (nb * nb + nb + 1), 9 * n + N_WARM_FLAGS
+    return (2 * nb * n + 2 * nb + 6 * max(nb, n) + (3 * nb + n) + (nb * nb + nb + 1) + (nb * n + nb),
+            11 * n + N_WARM_FLAGS)
 
 
 # What the warm start remembers (a fresh zero iwork remembers nothing; :func:`_remembered`):
 # one code per thruster of the stage-2 basis and of the stage-1 partition (BVLS's free forces
 # and the bounds of the others), the QR factors of the basis's columns of B, and these flags.
 AT_ZERO, BASIC, AT_MAX = 0, 1, 2  # BASIC: in the stage-2 basis, or free in stage 1
-WARM_BASIS, WARM_PARTITION, WARM_ACHIEVED = range(3)  # != 0: remembered / the last request achieved
-N_WARM_FLAGS = 3
+# != 0: remembered / the last request achieved; then the partition's free count and their rank
+WARM_BASIS, WARM_PARTITION, WARM_ACHIEVED, PARTITION_SIZE, PARTITION_RANK = range(5)
+N_WARM_FLAGS = 5
 
 
 def _remembered(work, iwork, nb, n):
@@ -101,8 +103,16 @@ def _remembered(work, iwork, nb, n):
     tau = work[o + nb * nb:o + nb * nb + nb]
     rel = work[o + nb * nb + nb:o + nb * nb + nb + 1]
     basis, partition = iwork[5 * n:6 * n], iwork[6 * n:7 * n]
-    cols, piv, flags = iwork[7 * n:8 * n], iwork[8 * n:9 * n], iwork[9 * n:9 * n + N_WARM_FLAGS]
+    cols, piv, flags = iwork[7 * n:8 * n], iwork[8 * n:9 * n], iwork[11 * n:11 * n + N_WARM_FLAGS]
     return basis, partition, cols, piv, W, tau, rel, flags
+
+
+def _partition_factors(work, iwork, nb, n):
+    """Views of the remembered stage-1 partition's QR (:func:`_qr_pivoted` of its free columns
+    of B): R and Householder factors (nb, n), tau (nb), the free columns and the pivots (n)."""
+    o = 2 * nb * n + 2 * nb + 6 * max(nb, n) + 3 * nb + n + nb * nb + nb + 1
+    return (work[o:o + nb * n].reshape((nb, n)), work[o + nb * n:o + nb * n + nb],
+            iwork[9 * n:10 * n], iwork[10 * n:11 * n])
 
 
 def forget_basis(iwork):
@@ -711,17 +721,23 @@ def warm_least_squares(B, u, params, w, x, work, iwork):
     """Stage 1 from the remembered partition: x (n,), N = the free forces' least-norm least
     squares for w (nb,; base_link axes, N and N m), the others on their remembered bounds,
     when :func:`partition_holds`. Returns False (x is then scratch) when nothing is
-    remembered or the partition no longer holds."""
+    remembered or the partition no longer holds. The free columns' QR is the one factored
+    when the partition was remembered."""
     nb, n = B.shape
     _, state, _, _, _, _, _, flags = _remembered(work, iwork, nb, n)
     if flags[WARM_PARTITION] == 0:
         return False
-    cols, piv, free = iwork[:n], iwork[n:2 * n], iwork[2 * n:3 * n]
-    W, tau, W2, tau2, y, z, rhs, g, _, _ = _scratch(work, nb, n)
+    Wp, taup, cols, piv = _partition_factors(work, iwork, nb, n)
+    W2, tau2, y, z, rhs, g = _scratch(work, nb, n)[2:8]
     for j in range(n):
-        free[j] = 1 if state[j] == BASIC else 0
         x[j] = u[j] if state[j] == AT_MAX else 0.0
-    k = _solve_free(B, x, free, w, params[P_RTOL_B], cols, piv, W, tau, W2, tau2, y, rhs, z)
+    for i in range(nb):  # the free forces are zero in x here
+        s = w[i]
+        for j in range(n):
+            s -= B[i, j] * x[j]
+        rhs[i] = s
+    k = flags[PARTITION_SIZE]
+    _min_norm_solve(Wp, taup, piv, nb, k, flags[PARTITION_RANK], rhs, z, W2, tau2, y)
     for p in range(k):
         x[cols[p]] = z[p]
     _descent(B, x, w, g)
@@ -729,13 +745,19 @@ def warm_least_squares(B, u, params, w, x, work, iwork):
     return partition_holds(x, g, u, state, n, tol)
 
 
-def _remember_partition(B, x, u, work, iwork):
-    """Keep stage 1's partition of x (free forces strictly inside their box) for
-    :func:`warm_least_squares`."""
+def _remember_partition(B, x, u, rtol, work, iwork):
+    """Keep stage 1's partition of x (free forces strictly inside their box) and the QR of its
+    free columns of B, for :func:`warm_least_squares`."""
     nb, n = B.shape
     _, state, _, _, _, _, _, flags = _remembered(work, iwork, nb, n)
+    Wp, taup, cols, piv = _partition_factors(work, iwork, nb, n)
+    free = iwork[2 * n:3 * n]
     for j in range(n):
         state[j] = AT_ZERO if x[j] <= 0.0 else (AT_MAX if x[j] >= u[j] else BASIC)
+        free[j] = 1 if state[j] == BASIC else 0
+    k = _gather(free, cols)
+    flags[PARTITION_SIZE] = k
+    flags[PARTITION_RANK] = _qr_pivoted(B, cols, k, rtol, Wp, taup, piv)
     flags[WARM_PARTITION] = 1
 
 
@@ -805,7 +827,7 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
                                      params[P_COLNORM_MAX], f, work, iwork):
             status |= STAGE1_GUARD
         elif warm:
-            _remember_partition(B, f, u, work, iwork)
+            _remember_partition(B, f, u, params[P_RTOL_B], work, iwork)
     r_norm = _residual_norm(B, f, we, r)  # on the scaled request: no overflow
     if r_norm > params[P_ACHIEVABLE_RTOL] * w_norm:
         status |= SATURATED
@@ -852,7 +874,7 @@ def _residual_norm(B, f, w, r):
 
 # The helpers numba must compile with allocate_forces (sim/fast/allocation.py registers them).
 HELPERS = (snap_tolerance, snap_to_bounds, warm_basis_holds, warm_start, _remember_basis, forget_basis, _descent,
-           kkt_tolerance, partition_holds, warm_least_squares, _remember_partition, _remembered, workspace_sizes,
-           allocation_workspace, _gather, _qr_pivoted, _householder, _reflect, _min_norm_solve,
+           kkt_tolerance, partition_holds, warm_least_squares, _remember_partition, _remembered, _partition_factors,
+           workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder, _reflect, _min_norm_solve,
            _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch, bounded_least_squares, ratio_test,
            least_fuel, _residual_norm)
