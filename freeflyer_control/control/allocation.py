@@ -30,12 +30,15 @@ least-norm subset solves from a Householder QR with column pivoting). With numba
 engine calls; the first use on a machine compiles them (10-30 s, then cached on disk, and the
 log says so while it happens). Without numba, ``allocate`` runs the same algorithm written on
 Python lists with the SVD of every column subset cached (the kernel run by the interpreter is
-17-65 times slower than that). The two paths give the same forces to rounding on the bundled
+7-20 times slower than that). The two paths give the same forces to rounding on the bundled
 layouts; where several force sets tie for least fuel, both break the tie by the same rule.
 Median cost of one ``allocate`` (``bench/bench_allocation.py``, planar_4link and
-spatial_6link, load average 6-7 on 2 cores): compiled 6-14 us (the kernel alone 4-9 us),
-list-based 22-45 us (planar) and 22-160 us (spatial, achievable/saturated), against ~80-250 us for
-``lsq_linear(method='bvls')`` alone and ~1.2-2 ms with ``linprog(method='highs')`` as stage 2.
+spatial_6link, load average 1.7 on 2 cores), cold (unrelated requests): compiled 6-10 us (the
+kernel alone 2.4-6.4 us in a compiled loop), list-based 42-57 us (planar) and 50-85 us
+(spatial, achievable/saturated), against ~80-250 us for ``lsq_linear(method='bvls')`` alone and
+~1.2-2 ms with ``linprog(method='highs')`` as stage 2. Warm (a closed loop's successive
+requests, see ``ThrusterAllocator``): the kernel 0.4-0.75 us in a compiled loop, ``allocate``
+~3.2-3.5 us from Python.
 The tests check both stages against scipy and the two paths against each other.
 
 :class:`PulseWidthModulator` turns the continuous forces into valve on/off commands for
