@@ -233,8 +233,8 @@ class ThrusterAllocator:
             opposing thrusters at once. Stage 2 is about half the cost of a call.
         achievable_rtol: a request counts as achievable (``saturated`` False) when its
             least-squares residual is at most this times its norm.
-        warm_start: try the last optimal basis first (below). Off: every request is solved
-            cold, and the forces depend on the request alone.
+        warm_start: try the last optimal basis and partition first (below). Off: every
+            request is solved cold, and the forces depend on the request alone.
 
     Stateful (warm start, on by default with ``fuel_optimal``): each call remembers the
     optimal basis stage 2 ended with (which thrusters are free, which sit on 0 or on their
@@ -325,8 +325,9 @@ class ThrusterAllocator:
         self.reset()
 
     def reset(self) -> None:
-        """Forget the remembered stage-2 basis: the next ``allocate`` solves cold, exactly as
-        a fresh allocator does (e.g. after a pause, a mode switch or an e-stop)."""
+        """Forget what the warm start remembers (stage 2's basis, stage 1's partition): the
+        next ``allocate`` solves cold, exactly as a fresh allocator does. Never needed for
+        correctness (the warm checks are exact); it makes a restart reproduce a fresh run."""
         with self._lock:
             self._forget()
             if self._compiled is not None:

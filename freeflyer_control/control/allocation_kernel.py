@@ -21,10 +21,11 @@ Inputs, built by :func:`allocator_arrays` (frames and units of ``allocation``):
   origin (``physics.actuators.thruster_matrix``);
 - ``A2`` (m2, n) float64: independent rows spanning range(B) (m2 = rank B);
 - ``u`` (n,) float64: max force of each thruster, N, > 0;
-- ``params`` (6,) float64: see ``P_*`` below;
-- ``work``, ``iwork``: scratch from :func:`allocation_workspace` (float64 / int64, 1-D).
-  ``iwork`` also carries the warm start between calls (:func:`warm_start`): the last cold
-  optimum's basis. Fresh (zero) scratch, or :func:`forget_basis`, starts cold.
+- ``params`` (N_PARAMS,) float64: see ``P_*`` below;
+- ``work``, ``iwork``: scratch from :func:`allocation_workspace` (float64 / int64, 1-D). They
+  also carry the warm start from call to call (:func:`allocate_forces`): the last optimal
+  stage-2 basis and stage-1 partition, with the QR factors of their columns. Fresh (zero)
+  scratch, or :func:`forget_basis`, starts cold.
 """
 
 from __future__ import annotations
