@@ -173,14 +173,19 @@ def test_wrong_size_wrench_raises_value_error_naming_the_expected_size(name, exp
         _allocator(name).allocate(np.zeros(expected + 1))
 
 
-def test_same_request_gives_the_same_forces_whatever_came_before():
+def test_same_request_gives_the_same_wrench_and_fuel_whatever_came_before():
+    """The allocator warm-starts from the last optimum (test_allocation_warm_start.py): where
+    several force sets tie for least fuel the history may pick which one, never the wrench or
+    the fuel (1e-10 N: rounding, four orders below any other vertex's difference)."""
     al = _allocator("spatial_6link")
     rng = np.random.default_rng(7)
     w = _inside_envelope(al, rng)
-    first = al.allocate(w).forces
+    first = al.allocate(w)
     for _ in range(20):
         al.allocate(_beyond_envelope(al, rng))
-    np.testing.assert_array_equal(al.allocate(w).forces, first)
+    again = al.allocate(w)
+    np.testing.assert_allclose(again.achieved, first.achieved, rtol=0, atol=1e-12)
+    assert again.forces.sum() == pytest.approx(first.forces.sum(), rel=0, abs=1e-10)
 
 
 @pytest.mark.parametrize("name", ROBOTS)

@@ -12,6 +12,11 @@ input:
 * the kernel called directly never raises, and gives all-zero forces whenever its status says
   INVALID.
 
+A third test feeds random request sequences (mostly small steps, as a controller's, with
+jumps, out-of-reach stretches and adversarial values mixed in) to a warm-starting allocator
+and to one with ``warm_start=False`` side by side: the same refusals, the same saturation flag,
+the same achieved wrench and the same total thrust to rounding, forces within limits.
+
 ``FREEFLYER_FUZZ_N`` sets the number of inputs per layout and path (default 10^4).
 """
 
@@ -81,3 +86,54 @@ def test_fuzz_compiled_kernel_never_raises_and_zeroes_forces_when_invalid(name):
             assert not np.isfinite(w).all() and (f == 0.0).all()
         else:
             assert np.isfinite(f).all() and (f >= 0.0).all() and (f <= u).all(), (w, f)
+
+
+def _sequence(rng: np.random.Generator, al: ThrusterAllocator, count: int):
+    """Requests: a random walk of the wrench (steps of 1 % of the reach), sometimes jumping to
+    a new point, stretching out of reach, or to an adversarial vector for one request."""
+    reach = float(np.linalg.norm(al.B, axis=0) @ al.max_forces)
+    w = al.B @ (rng.uniform(0.0, 1.0, al.n) * al.max_forces)
+    for _ in range(count):
+        pick = rng.random()
+        if pick < 0.05:
+            yield adversarial_vector(rng, al.nb, reach / 2)
+            continue
+        if pick < 0.08:
+            w = al.B @ (rng.uniform(0.0, 1.0, al.n) * al.max_forces)
+        elif pick < 0.1:
+            w = w * rng.uniform(1.5, 4.0)  # often beyond reach
+        w = w + rng.normal(0.0, 0.01 * reach, al.nb)
+        yield w.copy()
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
+    not fast.available(), reason="numba not installed")), False])
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_fuzz_warm_and_cold_sequences_make_the_same_wrench_with_the_same_fuel(name, compiled, monkeypatch):
+    warm = _allocator(name, compiled, monkeypatch)
+    cold = ThrusterAllocator(robot(name), warm_start=False)
+    reach = float(np.linalg.norm(warm.B, axis=0) @ warm.max_forces)
+    compared = 0
+    for w in _sequence(fuzz_rng(31 + LAYOUTS.index(name)), warm, fuzz_count()):
+        try:
+            a = warm.allocate(w)
+        except ValueError as err:
+            assert "NaN or Inf" in str(err) and not np.isfinite(w).all(), (w, err)
+            with pytest.raises(ValueError, match="NaN or Inf"):
+                cold.allocate(w)
+            continue
+        b = cold.allocate(w)
+        assert np.isfinite(a.forces).all() and np.isfinite(a.achieved).all(), w
+        assert (a.forces >= 0.0).all() and (a.forces <= warm.max_forces).all(), (w, a.forces)
+        size = float(np.abs(w).max())
+        # Below, subnormal requests lose relative precision in either path; above, eps |w|
+        # exceeds the reach, so rounding alone decides which achievable wrench is closest.
+        if not 1e-200 < size < 1e3 * reach:
+            continue
+        # Rounding: ~eps times the wrench and reach, amplified by bases of condition <= ~1e3.
+        scale = 1e-9 * (np.linalg.norm(w) + reach)
+        assert a.saturated == b.saturated, w
+        np.testing.assert_allclose(a.achieved, b.achieved, rtol=0, atol=scale)
+        assert abs(a.forces.sum() - b.forces.sum()) <= 1e-9 * float(warm.max_forces.sum()), w
+        compared += 1
+    assert compared > fuzz_count() // 2

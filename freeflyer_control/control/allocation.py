@@ -30,12 +30,15 @@ least-norm subset solves from a Householder QR with column pivoting). With numba
 engine calls; the first use on a machine compiles them (10-30 s, then cached on disk, and the
 log says so while it happens). Without numba, ``allocate`` runs the same algorithm written on
 Python lists with the SVD of every column subset cached (the kernel run by the interpreter is
-17-65 times slower than that). The two paths give the same forces to rounding on the bundled
+7-20 times slower than that). The two paths give the same forces to rounding on the bundled
 layouts; where several force sets tie for least fuel, both break the tie by the same rule.
 Median cost of one ``allocate`` (``bench/bench_allocation.py``, planar_4link and
-spatial_6link, load average 6-7 on 2 cores): compiled 6-14 us (the kernel alone 4-9 us),
-list-based 22-45 us (planar) and 22-160 us (spatial, achievable/saturated), against ~80-250 us for
-``lsq_linear(method='bvls')`` alone and ~1.2-2 ms with ``linprog(method='highs')`` as stage 2.
+spatial_6link, load average 1.7 on 2 cores), cold (unrelated requests): compiled 6-10 us (the
+kernel alone 2.4-6.4 us in a compiled loop), list-based 42-57 us (planar) and 50-85 us
+(spatial, achievable/saturated), against ~80-250 us for ``lsq_linear(method='bvls')`` alone and
+~1.2-2 ms with ``linprog(method='highs')`` as stage 2. Warm (a closed loop's successive
+requests, see ``ThrusterAllocator``): the kernel 0.4-0.75 us in a compiled loop, ``allocate``
+~3.2-3.5 us from Python.
 The tests check both stages against scipy and the two paths against each other.
 
 :class:`PulseWidthModulator` turns the continuous forces into valve on/off commands for
@@ -56,14 +59,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.control.allocation_kernel import (
+    AT_MAX,
+    AT_ZERO,
+    BASIC,
     INVALID,
+    N_PARAMS,
     SATURATED,
     STAGE1_GUARD,
     WRENCH_CAP,
     allocation_workspace,
     allocator_arrays,
+    forget_basis,
+    kkt_tolerance,
+    partition_holds,
     ratio_test,
+    snap_to_bounds,
     snap_tolerance,
+    warm_basis_holds,
 )
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import thruster_matrix
@@ -206,7 +218,7 @@ def _compiled_kernel():
 
     scratch = allocation_workspace(3, 1)  # any shapes: one compiled signature serves all
     with event.install_listener("numba:compile", _Notice()):
-        allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(6), np.zeros(3),
+        allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(N_PARAMS), np.zeros(3),
                         np.zeros(1), *scratch)
     return allocate_forces
 
@@ -221,14 +233,34 @@ class ThrusterAllocator:
             opposing thrusters at once. Stage 2 is about half the cost of a call.
         achievable_rtol: a request counts as achievable (``saturated`` False) when its
             least-squares residual is at most this times its norm.
+        warm_start: try the last optimal basis and partition first (below). Off: every
+            request is solved cold, and the forces depend on the request alone.
 
-    ``allocate`` keeps no state between calls (only caches): the same request always gives
-    the same forces. Where several force sets tie for least fuel (e.g. a pure torque made by
-    either couple of planar_4link), it returns one of them, the same one every time.
+    Stateful (warm start, on by default with ``fuel_optimal``): each call remembers the
+    optimal basis stage 2 ended with (which thrusters are free, which sit on 0 or on their
+    max) and the partition stage 1 ended with, and the next call tries them first, as the
+    exact checks they are: only the request changed, so an optimal basis stays dual feasible
+    and is optimal again wherever its basic forces, from one small direct solve, lie in
+    [0, max] (``allocation_kernel.warm_basis_holds``); a partition is re-checked against the
+    full KKT conditions of stage 1 (``partition_holds``). Both paths run those same checks in
+    the same order (``allocation_kernel.allocate_forces``). A controller's successive
+    requests differ little, so most ticks skip BVLS and the simplex, saturated ones included.
+
+    What is guaranteed, whatever came before: for an achievable request B f = w to rounding,
+    0 <= f <= max and the least total thrust to rounding; for one out of reach, the closest
+    achievable wrench and the least thrust that makes it, ``saturated`` as before. Where
+    several force sets tie for least fuel (e.g. a pure torque made by either couple of
+    planar_4link), which one is returned may depend on the requests before (the vertex the
+    remembered basis sits on): the same sequence of requests since construction or
+    :meth:`reset` gives the same forces, and a fresh or reset allocator answers its first
+    request as the cold solve does. A non-finite request forgets what was remembered;
+    ``fuel_optimal=False``, ``warm_start=False`` and requests beyond ``WRENCH_CAP`` are always
+    solved cold. Calls are serialised by a lock (the state is shared).
     """
 
-    def __init__(self, ff: FreeFlyerModel, *, fuel_optimal: bool = True, achievable_rtol: float = 1e-9):
-        self._setup(thruster_matrix(ff), ff.thruster_max_forces, fuel_optimal, achievable_rtol)
+    def __init__(self, ff: FreeFlyerModel, *, fuel_optimal: bool = True, achievable_rtol: float = 1e-9,
+                 warm_start: bool = True):
+        self._setup(thruster_matrix(ff), ff.thruster_max_forces, fuel_optimal, achievable_rtol, warm_start)
 
     @classmethod
     def from_matrix(
@@ -238,14 +270,15 @@ class ThrusterAllocator:
         *,
         fuel_optimal: bool = True,
         achievable_rtol: float = 1e-9,
+        warm_start: bool = True,
     ) -> "ThrusterAllocator":
         """An allocator for any thruster matrix B (nb x n, wrench per newton) and force limits
         (n,), N."""
         self = cls.__new__(cls)
-        self._setup(B, max_forces, fuel_optimal, achievable_rtol)
+        self._setup(B, max_forces, fuel_optimal, achievable_rtol, warm_start)
         return self
 
-    def _setup(self, B, max_forces, fuel_optimal: bool, achievable_rtol: float) -> None:
+    def _setup(self, B, max_forces, fuel_optimal: bool, achievable_rtol: float, warm_start: bool) -> None:
         B = np.array(B, dtype=float)
         u = np.array(max_forces, dtype=float).reshape(-1)
         if B.ndim != 2 or B.shape[1] != u.size:
@@ -263,6 +296,7 @@ class ThrusterAllocator:
         self.max_forces = u
         self.fuel_optimal = bool(fuel_optimal)
         self.achievable_rtol = float(achievable_rtol)
+        self.warm_start = bool(warm_start)
         self.nb, self.n = B.shape
         self._u = u.tolist()
         self._Bt = np.ascontiguousarray(B.T)
@@ -284,10 +318,20 @@ class ThrusterAllocator:
         self._wrench_scale = float(colnorm @ u)
         self._colnorm_max = float(colnorm.max()) if self.n else 0.0
         self._compiled = _compiled_kernel() if self.n else None
+        self._lock = threading.Lock()  # the scratch and the warm start are shared state
         if self._compiled is not None:
-            self._arrays = allocator_arrays(B, u, fuel_optimal, achievable_rtol)
-            self._work = allocation_workspace(self.nb, self.n)
-            self._lock = threading.Lock()  # the scratch is shared; the kernel releases the GIL
+            self._arrays = allocator_arrays(B, u, fuel_optimal, achievable_rtol, warm_start)
+            self._work = allocation_workspace(self.nb, self.n)  # holds the compiled warm start
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what the warm start remembers (stage 2's basis, stage 1's partition): the
+        next ``allocate`` solves cold, exactly as a fresh allocator does. Never needed for
+        correctness (the warm checks are exact); it makes a restart reproduce a fresh run."""
+        with self._lock:
+            self._forget()
+            if self._compiled is not None:
+                forget_basis(self._work[1])
 
     def allocate(self, wrench_base: np.ndarray) -> Allocation:
         """Thruster forces for ``wrench_base``: the desired base wrench (nb,) in base_link
@@ -312,33 +356,109 @@ class ThrusterAllocator:
                 achieved = self.B.dot(f)
                 return Allocation(f, achieved, achieved - w, bool(status & SATURATED))
         if not np.isfinite(w).all():
+            self._forget()  # as the kernel does: a refused request restarts cold
             raise ValueError(f"base wrench contains NaN or Inf: {w.tolist()}")
         if self.n == 0:
             return Allocation(np.zeros(0), np.zeros(self.nb), -w, bool(np.any(w)))
-        return self._allocate_lists(w)
+        with self._lock:
+            return self._allocate_lists(w)
 
     def _allocate_lists(self, w: np.ndarray) -> Allocation:
         """``allocate`` without numba (or after the kernel's stage-1 guard tripped): the same
-        algorithm on Python lists with cached subset SVDs."""
+        algorithm on Python lists with cached subset SVDs, and the same warm start, in the
+        same order (``allocation_kernel.allocate_forces``)."""
         # A request beyond WRENCH_CAP is solved scaled down to it (see allocation_kernel); the
         # norms are taken on that scaled request so that no square overflows.
         big = float(np.abs(w).max()) if w.size else 0.0
         ws = w * (WRENCH_CAP / big) if big > WRENCH_CAP else w
-        f = self._bounded_least_squares(ws)
+        w_norm = math.hypot(*ws.tolist())
+        warm = self.warm_start and self.fuel_optimal and ws is w  # as allocation_kernel decides
+        if not warm:
+            self._forget()
+        if self._achieved:
+            f = self._warm_basis(ws)
+            if f is not None:
+                achieved = self.B.dot(f)
+                if math.hypot(*(achieved - w).tolist()) <= self.achievable_rtol * w_norm:
+                    return Allocation(f, achieved, achieved - w, False)
+        self._achieved = False
+        f = self._warm_least_squares(ws) if warm else None
+        if f is None:
+            self._partition = None
+            f = self._bounded_least_squares(ws)
+            if warm:
+                u = self._u
+                state = [AT_ZERO if fj <= 0.0 else (AT_MAX if fj >= u[j] else BASIC)
+                         for j, fj in enumerate(f.tolist())]
+                self._partition = (sum(1 << j for j, c in enumerate(state) if c == BASIC), state)
         achieved = self.B.dot(f)
         r_norm = math.hypot(*(achieved - ws).tolist())
-        w_norm = math.hypot(*ws.tolist())
         saturated = r_norm > self.achievable_rtol * w_norm
+        kept = False  # stage 2 failed or would lose accuracy
         if self.fuel_optimal and any(f.tolist()):
-            f2 = self._least_fuel(f)
+            f2 = self._warm_basis(achieved) if warm else None
+            if f2 is None:
+                self._basis = None
+                f2, basis = self._least_fuel(f)
+                if f2 is not None and warm:  # remembered as bitmasks: (basis, forces on their max)
+                    self._basis = (basis, sum(1 << j for j, fj in enumerate(f2.tolist())
+                                              if fj == self._u[j] and not basis >> j & 1))
+            kept = f2 is None
             if f2 is not None:
                 a2 = self.B.dot(f2)
                 # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
                 # in a badly conditioned basis of some unusual thruster layout.
                 if math.hypot(*(a2 - ws).tolist()) <= r_norm + 1e-12 * (w_norm + self._wrench_scale):
                     f, achieved = f2, a2
+                else:
+                    kept = True
+        self._achieved = not saturated and not kept and self._basis is not None
         r = achieved - w
         return Allocation(f, achieved, r, bool(saturated))
+
+    # -- warm start ------------------------------------------------------------------------
+
+    def _forget(self) -> None:
+        """Drop what the warm start remembers (the list-based path's copy of the kernel's)."""
+        self._basis: tuple[int, int] | None = None  # stage 2's basis, forces on their max (bitmasks)
+        self._partition: tuple[int, list[int]] | None = None  # stage 1's free forces (bitmask), codes
+        self._achieved = False  # the last request was achieved, with a basis remembered
+
+    def _warm_basis(self, w: np.ndarray) -> np.ndarray | None:
+        """The least-fuel forces for the wrench w from the remembered basis, or None when
+        there is none or it no longer holds (``allocation_kernel.warm_basis_holds``, the
+        compiled path's check): the basic forces solved with the basis's columns of B (cached
+        pinv), the others on their remembered bounds. The caller checks that they make w."""
+        if self._basis is None:
+            return None
+        basis, at_max = self._basis
+        sub = self._ls.get(basis)
+        if sub.rank != len(sub.cols):
+            return None
+        u = self._u
+        x = np.array([u[j] if at_max >> j & 1 else 0.0 for j in range(self.n)])
+        xl = x.tolist()
+        for k, xj in zip(sub.cols, sub.pinv.dot(w - self.B.dot(x)).tolist()):
+            xl[k] = xj
+        if not warm_basis_holds(xl, u, sub.cols, len(sub.cols), snap_tolerance(self._lp.get(basis).cond)):
+            return None
+        return np.array(xl)
+
+    def _warm_least_squares(self, w: np.ndarray) -> np.ndarray | None:
+        """Stage 1 from the remembered partition, or None when there is none or it no longer
+        holds (``allocation_kernel.partition_holds``, the compiled path's check): the free
+        forces' least squares (cached pinv), the others on their remembered bounds."""
+        if self._partition is None:
+            return None
+        free, state = self._partition
+        u = self._u
+        x = np.array([u[j] if c == AT_MAX else 0.0 for j, c in enumerate(state)])
+        sub = self._ls.get(free)
+        if sub.cols:
+            x[sub.idx] = sub.pinv.dot(w - self.B.dot(x))
+        g = self._Bt.dot(w - self.B.dot(x)).tolist()
+        tol = kkt_tolerance(w, self.nb, self._wrench_scale, self._colnorm_max)
+        return x if partition_holds(x.tolist(), g, u, state, self.n, tol) else None
 
     # -- stage 1 ---------------------------------------------------------------------------
 
@@ -378,7 +498,7 @@ class ThrusterAllocator:
         every outer step, so no active set repeats, and the loop ends at a KKT point.
         """
         B, Bt, u, n = self.B, self._Bt, self._u, self.n
-        tol = 1e-13 * self._colnorm_max * (math.hypot(*w.tolist()) + self._wrench_scale)
+        tol = kkt_tolerance(w, self.nb, self._wrench_scale, self._colnorm_max)
         x, free = self._bvls_start(w)
         skip = 0  # forces that rounding made move the wrong way when freed (rare)
         for _ in range(10 * n + 10):
@@ -440,15 +560,16 @@ class ThrusterAllocator:
 
     # -- stage 2 ---------------------------------------------------------------------------
 
-    def _least_fuel(self, f_star: np.ndarray) -> np.ndarray | None:
+    def _least_fuel(self, f_star: np.ndarray) -> tuple[np.ndarray | None, int]:
         """min sum(f) s.t. A f = A f*, 0 <= f <= u (A = the independent rows of B), from f*.
 
         Crossover: while the free forces' columns are dependent, move along their null space
         (downhill in fuel, or either way where it is flat) until a force reaches a bound; this
         keeps A f and never adds fuel. The free columns, completed with bound ones, then form
         a basis, and a bounded-variable primal simplex with Bland's rule (lowest index enters,
-        lowest index leaves among ties) finishes. Returns None if an iteration guard trips
-        (not expected); the caller then keeps f*.
+        lowest index leaves among ties) finishes. Returns the forces and the bitmask of the
+        final basis, or (None, 0) if an iteration guard trips (not expected; the caller then
+        keeps f*).
         """
         A, u, n, m = self._A2, self._u, self.n, self._m2
         a = A.dot(f_star)
@@ -475,13 +596,13 @@ class ThrusterAllocator:
                 if step < alpha:
                     alpha, leave, bound = step, j, b
             if leave < 0:
-                return None  # a zero null-space direction: cannot happen with an SVD basis
+                return None, 0  # a zero null-space direction: cannot happen with an SVD basis
             for k, j in enumerate(sub.cols):
                 xl[j] = min(max(xl[j] + alpha * d[k], 0.0), u[j])
             xl[leave] = bound
             free ^= 1 << leave
         else:
-            return None
+            return None, 0
 
         basis, size = free, free.bit_count()
         for j in range(n):  # complete the basis with bound columns that keep it nonsingular
@@ -490,7 +611,7 @@ class ThrusterAllocator:
             if not basis >> j & 1 and self._lp.get(basis | 1 << j).rank == size + 1:
                 basis, size = basis | 1 << j, size + 1
         if size != m:
-            return None
+            return None, 0
 
         tol_d = 1e-11  # on reduced costs (the cost is 1 per newton)
         for _ in range(50 * n + 50):
@@ -505,14 +626,8 @@ class ThrusterAllocator:
                     enter = j
                     break
             if enter < 0:
-                # Basic forces a rounding error (~eps cond |x|) away from a bound go onto it
-                # (no 1e-18 N commands to valves).
-                rel = snap_tolerance(sub.cond)
-                snap = rel * max(xB, default=0.0)
-                for j in sub.cols:
-                    xj = xl[j]
-                    xl[j] = 0.0 if xj <= snap else (u[j] if xj >= u[j] * (1 - rel) else xj)
-                return np.array(xl)
+                snap_to_bounds(xl, u, sub.cols, len(sub.cols), snap_tolerance(sub.cond))
+                return np.array(xl), basis
             s = 1.0 if xl[enter] == 0.0 else -1.0  # raise it from 0, or lower it from u
             col = sub.tableau[:, enter].tolist()
             tmin, leave, leave_hi = ratio_test(xl, u, sub.cols, len(sub.cols), col, s, enter)
@@ -522,7 +637,7 @@ class ThrusterAllocator:
             xl[enter] = tmin if s > 0 else u[enter] - tmin
             xl[leave] = u[leave] if leave_hi else 0.0
             basis ^= (1 << enter) | (1 << leave)
-        return None
+        return None, 0
 
 
 # ---------------------------------------------------------------------------------------------

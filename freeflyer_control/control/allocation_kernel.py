@@ -21,8 +21,11 @@ Inputs, built by :func:`allocator_arrays` (frames and units of ``allocation``):
   origin (``physics.actuators.thruster_matrix``);
 - ``A2`` (m2, n) float64: independent rows spanning range(B) (m2 = rank B);
 - ``u`` (n,) float64: max force of each thruster, N, > 0;
-- ``params`` (6,) float64: see ``P_*`` below;
-- ``work``, ``iwork``: scratch from :func:`allocation_workspace` (float64 / int64, 1-D).
+- ``params`` (N_PARAMS,) float64: see ``P_*`` below;
+- ``work``, ``iwork``: scratch from :func:`allocation_workspace` (float64 / int64, 1-D). They
+  also carry the warm start from call to call (:func:`allocate_forces`): the last optimal
+  stage-2 basis and stage-1 partition, with the QR factors of their columns. Fresh (zero)
+  scratch, or :func:`forget_basis`, starts cold.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ import math
 import numpy as np
 
 # params[...] of allocate_forces
-P_RTOL_B, P_RTOL_A2, P_WRENCH_SCALE, P_COLNORM_MAX, P_ACHIEVABLE_RTOL, P_FUEL_OPTIMAL = range(6)
-N_PARAMS = 6
+P_RTOL_B, P_RTOL_A2, P_WRENCH_SCALE, P_COLNORM_MAX, P_ACHIEVABLE_RTOL, P_FUEL_OPTIMAL, P_WARM_START = range(7)
+N_PARAMS = 7
 
 # Bits of the status allocate_forces returns (0: achievable and solved).
 SATURATED = 1  # the request is out of reach: f makes the achievable wrench closest to it
@@ -47,7 +50,8 @@ INVALID = 8  # the wrench has NaN or Inf entries: f is zero
 WRENCH_CAP = 1e100
 
 
-def allocator_arrays(B, max_forces, fuel_optimal: bool = True, achievable_rtol: float = 1e-9):
+def allocator_arrays(B, max_forces, fuel_optimal: bool = True, achievable_rtol: float = 1e-9,
+                     warm_start: bool = True):
     """(B, A2, u, params) for :func:`allocate_forces` from a checked thruster matrix B (nb, n)
     and max forces (n,), N. Runs once per allocator (NumPy, not compiled)."""
     # Fresh writable C-ordered copies: numba compiles one signature per array layout.
@@ -69,12 +73,54 @@ def allocator_arrays(B, max_forces, fuel_optimal: bool = True, achievable_rtol: 
     params[P_COLNORM_MAX] = float(colnorm.max()) if n else 0.0
     params[P_ACHIEVABLE_RTOL] = achievable_rtol
     params[P_FUEL_OPTIMAL] = 1.0 if fuel_optimal else 0.0
+    params[P_WARM_START] = 1.0 if warm_start else 0.0
     return B, A2, u, params
 
 
 def workspace_sizes(nb, n):
-    """Lengths (float64, int64) of the scratch arrays for nb rows and n thrusters."""
-    return 2 * nb * n + 4 * nb + 6 * max(nb, n) + n, 5 * n
+    """Lengths (float64, int64) of the scratch arrays for nb rows and n thrusters: the stages'
+    scratch (:func:`_scratch`), four vectors of allocate_forces, then what the warm start
+    remembers (:func:`_remembered`)."""
+    return (2 * nb * n + 2 * nb + 6 * max(nb, n) + (3 * nb + n) + (nb * nb + nb + 1) + (nb * n + nb),
+            11 * n + N_WARM_FLAGS)
+
+
+# What the warm start remembers (a fresh zero iwork remembers nothing; :func:`_remembered`):
+# one code per thruster of the stage-2 basis and of the stage-1 partition (BVLS's free forces
+# and the bounds of the others), the QR factors of the basis's columns of B, and these flags.
+AT_ZERO, BASIC, AT_MAX = 0, 1, 2  # BASIC: in the stage-2 basis, or free in stage 1
+# != 0: remembered / the last request achieved; then the partition's free count and their rank
+WARM_BASIS, WARM_PARTITION, WARM_ACHIEVED, PARTITION_SIZE, PARTITION_RANK = range(5)
+N_WARM_FLAGS = 5
+
+
+def _remembered(work, iwork, nb, n):
+    """Views of what the warm start keeps between calls: the basis codes (n), the partition
+    codes (n), the basis's columns (n, the first k used) and the pivots, R and Householder
+    factors and snap tolerance of their QR (:func:`_qr_pivoted` of B's columns, nb x k), and
+    the flags. Past everything the stages and allocate_forces use."""
+    o = 2 * nb * n + 2 * nb + 6 * max(nb, n) + 3 * nb + n
+    W = work[o:o + nb * nb].reshape((nb, nb))
+    tau = work[o + nb * nb:o + nb * nb + nb]
+    rel = work[o + nb * nb + nb:o + nb * nb + nb + 1]
+    basis, partition = iwork[5 * n:6 * n], iwork[6 * n:7 * n]
+    cols, piv, flags = iwork[7 * n:8 * n], iwork[8 * n:9 * n], iwork[11 * n:11 * n + N_WARM_FLAGS]
+    return basis, partition, cols, piv, W, tau, rel, flags
+
+
+def _partition_factors(work, iwork, nb, n):
+    """Views of the remembered stage-1 partition's QR (:func:`_qr_pivoted` of its free columns
+    of B): R and Householder factors (nb, n), tau (nb), the free columns and the pivots (n)."""
+    o = 2 * nb * n + 2 * nb + 6 * max(nb, n) + 3 * nb + n + nb * nb + nb + 1
+    return (work[o:o + nb * n].reshape((nb, n)), work[o + nb * n:o + nb * n + nb],
+            iwork[9 * n:10 * n], iwork[10 * n:11 * n])
+
+
+def forget_basis(iwork):
+    """Drop what the warm start remembers (its flags, the last entries of iwork): the next
+    :func:`allocate_forces` with this scratch solves cold."""
+    for i in range(iwork.shape[0] - N_WARM_FLAGS, iwork.shape[0]):
+        iwork[i] = 0
 
 
 def allocation_workspace(nb, n):
@@ -252,6 +298,25 @@ def _norm(v, m):
 # Stage 1: bounded-variable least squares
 
 
+def _descent(B, x, w, g):
+    """g (n,) = B^T (w - B x): minus the gradient of 1/2 ||B x - w||^2."""
+    m, n = B.shape
+    for j in range(n):
+        g[j] = 0.0
+    for i in range(m):
+        ri = w[i]
+        for j in range(n):
+            ri -= B[i, j] * x[j]
+        for j in range(n):
+            g[j] += B[i, j] * ri
+
+
+def kkt_tolerance(w, m, wrench_scale, colnorm_max):
+    """The gradient size under which BVLS takes a force on a bound as optimal: rounding of
+    B^T (w - B x), ~eps |B| (|w| + the thrusters' reach)."""
+    return 1e-13 * colnorm_max * (_norm(w, m) + wrench_scale)
+
+
 def bounded_least_squares(B, u, w, rtol, wrench_scale, colnorm_max, x, work, iwork):
     """BVLS (Stark & Parker 1995): x = argmin ||B x - w|| s.t. 0 <= x <= u (x: (n,) N; w: (nb,)
     base_link axes, N and N m). Returns False when the iteration guard trips (not expected;
@@ -287,16 +352,9 @@ def bounded_least_squares(B, u, w, rtol, wrench_scale, colnorm_max, x, work, iwo
         if not crossed:
             break
 
-    tol = 1e-13 * colnorm_max * (_norm(w, m) + wrench_scale)
+    tol = kkt_tolerance(w, m, wrench_scale, colnorm_max)
     for _ in range(10 * n + 10):
-        for j in range(n):  # g = B^T (w - B x): minus the gradient of 1/2 ||B x - w||^2
-            g[j] = 0.0
-        for i in range(m):
-            ri = w[i]
-            for j in range(n):
-                ri -= B[i, j] * x[j]
-            for j in range(n):
-                g[j] += B[i, j] * ri
+        _descent(B, x, w, g)
         t, best = -1, tol
         for j in range(n):
             if free[j] != 0 or skip[j] != 0:
@@ -494,10 +552,8 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
             return False
         _subset_rhs(A, x, basis, a, rhs)
         _min_norm_solve(W, tau, piv, m, k, m, rhs, z, W2, tau2, y)
-        xb_max = -math.inf
         for p in range(k):
             x[cols[p]] = z[p]
-            xb_max = max(xb_max, z[p])
         _ones_transposed_solve(W, tau, m, y)  # y = A_B^-T c_B (the prices), c = 1
         enter = -1
         for j in range(n):  # nonbasic forces sit exactly on 0 or u
@@ -510,17 +566,9 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
                 enter = j
                 break
         if enter < 0:
-            # Basic forces a rounding error away from a bound go onto it (no 1e-18 N
-            # commands to valves). That error is ~eps cond(A_B) |x|; the pivots' ratio
+            # The rounding error of the basic forces is ~eps cond(A_B) |x|; the pivots' ratio
             # estimates the condition number.
-            rel = snap_tolerance(abs(W[0, 0]) / abs(W[m - 1, m - 1]))
-            snap = rel * xb_max
-            for p in range(k):
-                j = cols[p]
-                if x[j] <= snap:
-                    x[j] = 0.0
-                elif x[j] >= u[j] * (1 - rel):
-                    x[j] = u[j]
+            snap_to_bounds(x, u, cols, k, snap_tolerance(abs(W[0, 0]) / abs(W[m - 1, m - 1])))
             return True
         for i in range(m):
             rhs[i] = A[i, enter]
@@ -534,6 +582,23 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
         x[leave] = u[leave] if leave_hi else 0.0
         basis[enter], basis[leave] = 1, 0
     return False
+
+
+def snap_to_bounds(x, u, cols, k, rel):
+    """Basic forces x[cols[:k]] a rounding error away from a bound go onto it (no 1e-18 N
+    commands to valves): those within ``rel`` times the largest basic force of 0, and those
+    within ``rel u`` of u (rel: :func:`snap_tolerance` of the basis). The end of stage 2 on
+    both paths and :func:`warm_basis_holds` (plain sequences work too)."""
+    xb_max = -math.inf
+    for p in range(k):
+        xb_max = max(xb_max, x[cols[p]])
+    snap = rel * xb_max
+    for p in range(k):
+        j = cols[p]
+        if x[j] <= snap:
+            x[j] = 0.0
+        elif x[j] >= u[j] * (1 - rel):
+            x[j] = u[j]
 
 
 def snap_tolerance(cond):
@@ -564,6 +629,140 @@ def _scratch(work, m, n):
 
 
 # ---------------------------------------------------------------------------------------------
+# Warm start: the last optimal basis, when it still holds
+
+
+def warm_basis_holds(x, u, cols, k, rel):
+    """Whether the remembered stage-2 basis is still primal feasible for a new request: its
+    basic forces x[cols[:k]] (solved from the request with the non-basic forces on their
+    bounds) all lie in [0, u] up to rounding (``rel``: :func:`snap_tolerance` of the basis).
+    If so they are snapped as stage 2 snaps them (:func:`snap_to_bounds`) and True returned.
+
+    Why that is the optimum: only the right-hand side of the stage-2 LP (the wrench) changed,
+    so the basis's reduced costs are those it ended stage 2 with, non-negative at the forces
+    on 0 and non-positive at those on u (dual feasible); primal feasible too, the basis is
+    optimal. The one check of both paths (compiled kernel :func:`warm_start`, and
+    ``ThrusterAllocator`` without numba); plain sequences work too."""
+    xb_max = 0.0
+    for p in range(k):
+        xb_max = max(xb_max, x[cols[p]])
+    for p in range(k):
+        j = cols[p]
+        if x[j] < -rel * xb_max or x[j] > u[j] * (1 + rel):
+            return False
+    snap_to_bounds(x, u, cols, k, rel)
+    return True
+
+
+def warm_start(B, u, w, f, memory, y, z, rhs):
+    """f (n,), N = the least-fuel forces for the wrench w (nb,; base_link axes, N and N m)
+    from the basis remembered in ``memory`` (:func:`_remembered`), when
+    :func:`warm_basis_holds`: the other forces on their remembered bounds, the basic ones the
+    least squares of the rest of w with the basis's columns of B (full column rank; from
+    their QR, factored once when the basis was remembered). y, z, rhs: scratch (max(nb, n),).
+    Returns False (f is then scratch) when no basis is remembered or it no longer holds; the
+    caller then solves cold. That f makes w is for the caller to check (B f is the
+    projection of w onto range(B))."""
+    nb, n = B.shape
+    state, _, cols, piv, Wc, tauc, rel, flags = memory
+    if flags[WARM_BASIS] == 0:
+        return False
+    k = 0
+    for j in range(n):
+        f[j] = u[j] if state[j] == AT_MAX else 0.0
+        k += state[j] == BASIC
+    for i in range(nb):  # the basic forces are zero in f here
+        s = w[i]
+        for j in range(n):
+            s -= B[i, j] * f[j]
+        rhs[i] = s
+    _min_norm_solve(Wc, tauc, piv, nb, k, k, rhs, z, Wc, tauc, y)  # full rank: R alone
+    for p in range(k):
+        f[cols[p]] = z[p]
+    return warm_basis_holds(f, u, cols, k, rel[0])
+
+
+def _remember_basis(B, x, u, rtol, work, iwork):
+    """Keep the basis stage 2 ended with (iwork[4 n: 5 n], least_fuel's), the bound of each
+    non-basic force of x, and the QR of the basis's columns of B, for :func:`warm_start`.
+    Nothing is kept if those columns are numerically dependent (not expected: they are
+    independent in A2 = U^T B)."""
+    nb, n = B.shape
+    basis = iwork[4 * n:5 * n]
+    state, _, cols, piv, Wc, tauc, rel, flags = _remembered(work, iwork, nb, n)
+    for j in range(n):
+        state[j] = BASIC if basis[j] != 0 else (AT_MAX if x[j] == u[j] else AT_ZERO)
+    k = _gather(basis, cols)
+    if k == 0 or _qr_pivoted(B, cols, k, rtol, Wc, tauc, piv) != k:
+        flags[WARM_BASIS] = 0
+        return
+    # The rounding of the basic forces is ~eps cond |x|; the pivots' ratio estimates cond.
+    rel[0] = snap_tolerance(abs(Wc[0, 0]) / abs(Wc[k - 1, k - 1]))
+    flags[WARM_BASIS] = 1
+
+
+def partition_holds(x, g, u, state, n, tol):
+    """Whether a remembered stage-1 partition (``state``: BASIC for a free force, AT_ZERO /
+    AT_MAX for one on that bound) still solves BVLS for a new request: with the free forces x
+    solved by least squares and g = B^T (w - B x) (:func:`_descent`), every free force lies in
+    [0, u] and no bound force's gradient points into its box by more than ``tol``
+    (:func:`kkt_tolerance`, BVLS's own stopping test). Those are the KKT conditions of the
+    convex problem, so x is a minimiser; the achieved wrench B x is the unique optimal one.
+    The one check of both paths; plain sequences work too."""
+    for j in range(n):
+        if state[j] == BASIC:
+            if not 0.0 <= x[j] <= u[j]:
+                return False
+        elif (g[j] if state[j] == AT_ZERO else -g[j]) > tol:
+            return False
+    return True
+
+
+def warm_least_squares(B, u, params, w, x, work, iwork):
+    """Stage 1 from the remembered partition: x (n,), N = the free forces' least-norm least
+    squares for w (nb,; base_link axes, N and N m), the others on their remembered bounds,
+    when :func:`partition_holds`. Returns False (x is then scratch) when nothing is
+    remembered or the partition no longer holds. The free columns' QR is the one factored
+    when the partition was remembered."""
+    nb, n = B.shape
+    _, state, _, _, _, _, _, flags = _remembered(work, iwork, nb, n)
+    if flags[WARM_PARTITION] == 0:
+        return False
+    Wp, taup, cols, piv = _partition_factors(work, iwork, nb, n)
+    W2, tau2, y, z, rhs, g = _scratch(work, nb, n)[2:8]
+    for j in range(n):
+        x[j] = u[j] if state[j] == AT_MAX else 0.0
+    for i in range(nb):  # the free forces are zero in x here
+        s = w[i]
+        for j in range(n):
+            s -= B[i, j] * x[j]
+        rhs[i] = s
+    k = flags[PARTITION_SIZE]
+    _min_norm_solve(Wp, taup, piv, nb, k, flags[PARTITION_RANK], rhs, z, W2, tau2, y)
+    for p in range(k):
+        x[cols[p]] = z[p]
+    _descent(B, x, w, g)
+    tol = kkt_tolerance(w, nb, params[P_WRENCH_SCALE], params[P_COLNORM_MAX])
+    return partition_holds(x, g, u, state, n, tol)
+
+
+def _remember_partition(B, x, u, rtol, work, iwork):
+    """Keep stage 1's partition of x (free forces strictly inside their box) and the QR of its
+    free columns of B, for :func:`warm_least_squares`."""
+    nb, n = B.shape
+    _, state, _, _, _, _, _, flags = _remembered(work, iwork, nb, n)
+    Wp, taup, cols, piv = _partition_factors(work, iwork, nb, n)
+    free = iwork[2 * n:3 * n]
+    for j in range(n):
+        state[j] = AT_ZERO if x[j] <= 0.0 else (AT_MAX if x[j] >= u[j] else BASIC)
+        free[j] = 1 if state[j] == BASIC else 0
+    k = _gather(free, cols)
+    flags[PARTITION_SIZE] = k
+    flags[PARTITION_RANK] = _qr_pivoted(B, cols, k, rtol, Wp, taup, piv)
+    flags[WARM_PARTITION] = 1
+
+
+# ---------------------------------------------------------------------------------------------
 # Both stages
 
 
@@ -575,36 +774,80 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
     Stage 1 fixes the wrench B f* (w when achievable, else the achievable wrench closest to
     w); stage 2 (params[P_FUEL_OPTIMAL] != 0) picks the least total thrust that makes it, and
     is kept only if it does not move the wrench beyond rounding.
+
+    Warm start (params[P_WARM_START] != 0, stage 2 on, |w| below WRENCH_CAP): each call leaves in iwork the partition stage 1
+    ended with and the optimal basis stage 2 ended with; the next call tries them first, as
+    the exact checks they are (only the request changed, so an optimal basis stays dual
+    feasible and a partition's KKT conditions are re-checked in full):
+
+    1. after an achieved request, the stage-2 basis alone (:func:`warm_start`): if it holds and
+       its forces make w (residual within params[P_ACHIEVABLE_RTOL] |w|), they are the
+       answer (status 0), with no stage 1 and no simplex;
+    2. else stage 1 from the partition (:func:`warm_least_squares`), or BVLS where it fails;
+    3. then stage 2 from the basis with the stage-1 wrench, or the simplex where it fails.
+
+    Where several force sets tie for least fuel, a warm answer may be another of them than a
+    cold one: the same wrench and the same fuel to rounding, and the same forces for the same
+    sequence of requests since the scratch was fresh (or :func:`forget_basis`).
     """
     nb, n = B.shape
     m2 = A2.shape[0]
-    nf, _ = workspace_sizes(nb, n)
-    ws = work[nf - 2 * nb - n:]  # past what the stages use
-    we, r = ws[:nb], ws[nb:2 * nb]
-    x2 = ws[2 * nb:2 * nb + n]
+    o = 2 * nb * n + 2 * nb + 6 * max(nb, n)  # past what the stages use
+    we, r, made = work[o:o + nb], work[o + nb:o + 2 * nb], work[o + 2 * nb:o + 3 * nb]
+    x2 = work[o + 3 * nb:o + 3 * nb + n]
+    memory = _remembered(work, iwork, nb, n)
+    flags = memory[7]
+    L = max(nb, n)
+    y, z, rhs = work[o - 6 * L:o - 5 * L], work[o - 5 * L:o - 4 * L], work[o - 4 * L:o - 3 * L]
     status = 0
     big = 0.0
     for i in range(nb):
         if not abs(w[i]) < math.inf:  # NaN or Inf
             for j in range(n):
                 f[j] = 0.0
+            forget_basis(iwork)
             return INVALID
         big = max(big, abs(w[i]))
     scale = WRENCH_CAP / big if big > WRENCH_CAP else 1.0
     for i in range(nb):
         we[i] = w[i] * scale
-    if not bounded_least_squares(B, u, we, params[P_RTOL_B], params[P_WRENCH_SCALE],
-                                 params[P_COLNORM_MAX], f, work, iwork):
-        status |= STAGE1_GUARD
-    r_norm = _residual_norm(B, f, we, r)  # on the scaled request: no overflow
     w_norm = _norm(we, nb)
+    fuel_optimal = params[P_FUEL_OPTIMAL] != 0.0 and m2 > 0
+    # Without stage 2 the stage-1 forces are the answer, and where they are not unique
+    # (opposing thrusters) a warm partition could pick others than BVLS: always cold there.
+    warm = params[P_WARM_START] != 0.0 and scale == 1.0 and fuel_optimal
+    if not warm:
+        forget_basis(iwork)
+    if warm and flags[WARM_ACHIEVED] != 0 and warm_start(B, u, we, f, memory, y, z, rhs):
+        if _residual_norm(B, f, we, r) <= params[P_ACHIEVABLE_RTOL] * w_norm:
+            return 0
+    flags[WARM_ACHIEVED] = 0
+    if not (warm and warm_least_squares(B, u, params, we, f, work, iwork)):
+        flags[WARM_PARTITION] = 0
+        if not bounded_least_squares(B, u, we, params[P_RTOL_B], params[P_WRENCH_SCALE],
+                                     params[P_COLNORM_MAX], f, work, iwork):
+            status |= STAGE1_GUARD
+        elif warm:
+            _remember_partition(B, f, u, params[P_RTOL_B], work, iwork)
+    r_norm = _residual_norm(B, f, we, r)  # on the scaled request: no overflow
     if r_norm > params[P_ACHIEVABLE_RTOL] * w_norm:
         status |= SATURATED
     any_force = False
     for j in range(n):
         any_force = any_force or f[j] != 0.0
-    if params[P_FUEL_OPTIMAL] != 0.0 and any_force and m2 > 0:
-        if least_fuel(A2, u, f, params[P_RTOL_A2], x2, work, iwork):
+    if fuel_optimal and any_force:
+        for i in range(nb):  # the stage-1 wrench B f*: stage 2's right-hand side
+            s = 0.0
+            for j in range(n):
+                s += B[i, j] * f[j]
+            made[i] = s
+        solved = warm and warm_start(B, u, made, x2, memory, y, z, rhs)
+        if not solved:
+            flags[WARM_BASIS] = 0
+            solved = least_fuel(A2, u, f, params[P_RTOL_A2], x2, work, iwork)
+            if solved and warm:
+                _remember_basis(B, x2, u, params[P_RTOL_B], work, iwork)
+        if solved:
             # Stage 2 cannot spoil stage 1 in exact arithmetic; this guards against rounding
             # in a badly conditioned basis of some unusual thruster layout.
             if _residual_norm(B, x2, we, r) <= r_norm + 1e-12 * (w_norm + params[P_WRENCH_SCALE]):
@@ -614,6 +857,8 @@ def allocate_forces(B, A2, u, params, w, f, work, iwork):
                 status |= STAGE2_KEPT
         else:
             status |= STAGE2_KEPT
+    if status == 0 and warm and flags[WARM_BASIS] != 0:
+        flags[WARM_ACHIEVED] = 1
     return status
 
 
@@ -629,6 +874,8 @@ def _residual_norm(B, f, w, r):
 
 
 # The helpers numba must compile with allocate_forces (sim/fast/allocation.py registers them).
-HELPERS = (snap_tolerance, workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder,
-           _reflect, _min_norm_solve, _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch,
-           bounded_least_squares, ratio_test, least_fuel, _residual_norm)
+HELPERS = (snap_tolerance, snap_to_bounds, warm_basis_holds, warm_start, _remember_basis, forget_basis, _descent,
+           kkt_tolerance, partition_holds, warm_least_squares, _remember_partition, _remembered, _partition_factors,
+           workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder, _reflect, _min_norm_solve,
+           _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch, bounded_least_squares, ratio_test,
+           least_fuel, _residual_norm)

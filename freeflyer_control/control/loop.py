@@ -185,9 +185,13 @@ class ControlLoop:
         return out
 
     def start(self, state: State) -> None:
-        """Capture the initial pose (references are relative to it)."""
+        """Capture the initial pose (references are relative to it). The thruster allocator
+        restarts cold, so a restarted loop gives what a fresh one gives (its warm start
+        remembers the last optimum; see ThrusterAllocator)."""
         self.maneuver.start(self.model, state)
         self.q_integrated = self.maneuver.q0.copy()
+        if self.mapper.allocator is not None:
+            self.mapper.allocator.reset()
 
     def request_mode(self, mode: Mode | str, t: float, cause: str = "request") -> ModeSwitch:
         return self.switcher.request(mode, t, cause)

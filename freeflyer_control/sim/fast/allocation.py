@@ -19,6 +19,9 @@ from freeflyer_control.control import allocation_kernel as _kernel
 for _helper in _kernel.HELPERS:
     register_jitable(_helper)
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+# Without numba's runtime (NRT): the kernel allocates nothing, and its many views of the scratch
+# (a dozen per call) are then not reference-counted, an atomic increment and decrement each
+# that cost ~15-20 ns a view (as in sim/fast/kernels.py: _NO_NRT).
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 allocate_forces = njit(**_JIT)(_kernel.allocate_forces)

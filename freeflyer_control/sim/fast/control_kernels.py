@@ -304,8 +304,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
 
     ``base_actuation`` (a code, see the module docstring) maps the base wrench: to the
     thrusters through ``alloc`` = (B, A2, u, params, work, iwork) of the controller's
-    allocator (``allocation_kernel.allocator_arrays``); the plant applies them with its own
-    B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
+    allocator (``allocation_kernel.allocator_arrays``; work and iwork also carry its warm start
+    from tick to tick and, the runner passing the same arrays, from chunk to chunk); the plant
+    applies them with its own B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
     logged to the next row: the state it was computed from, the arm and wheel torques, the
     thruster forces and the base wrench (world) before saturation, the joint reference and the
     blend weight; for an end-effector maneuver (``ref_kind`` REF_EE_POINT or REF_EE_CIRCLE of

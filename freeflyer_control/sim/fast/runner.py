@@ -130,7 +130,8 @@ def _allocator(loop, nb: int) -> tuple:
     if alloc is None:
         B, A2, u, params = allocator_arrays(np.zeros((nb, 0)), np.zeros(0))
         return (B, A2, u, params, *allocation_workspace(nb, 0))
-    arrays = allocator_arrays(alloc.B, alloc.max_forces, alloc.fuel_optimal, alloc.achievable_rtol)
+    # Fresh scratch: each run starts cold; the warm start then lives in iwork across chunks.
+    arrays = allocator_arrays(alloc.B, alloc.max_forces, alloc.fuel_optimal, alloc.achievable_rtol, alloc.warm_start)
     return (*arrays, *allocation_workspace(alloc.nb, alloc.n))
 
 
