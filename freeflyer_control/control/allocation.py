@@ -73,6 +73,7 @@ from freeflyer_control.control.allocation_kernel import (
     kkt_tolerance,
     partition_holds,
     ratio_test,
+    step_to_bound,
     snap_to_bounds,
     snap_tolerance,
     warm_basis_holds,
@@ -583,23 +584,9 @@ class ThrusterAllocator:
             sub = self._lp.get(free)
             if sub.rank == len(sub.cols):
                 break
-            d = sub.descent
-            alpha, leave, bound = math.inf, -1, 0.0
-            for k, j in enumerate(sub.cols):
-                dk = d[k]
-                if dk < 0.0:
-                    step, b = xl[j] / -dk, 0.0
-                elif dk > 0.0:
-                    step, b = (u[j] - xl[j]) / dk, u[j]
-                else:
-                    continue
-                if step < alpha:
-                    alpha, leave, bound = step, j, b
+            leave = step_to_bound(xl, u, sub.cols, len(sub.cols), sub.descent)
             if leave < 0:
                 return None, 0  # a zero null-space direction: cannot happen with an SVD basis
-            for k, j in enumerate(sub.cols):
-                xl[j] = min(max(xl[j] + alpha * d[k], 0.0), u[j])
-            xl[leave] = bound
             free ^= 1 << leave
         else:
             return None, 0

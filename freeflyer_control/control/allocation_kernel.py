@@ -415,6 +415,31 @@ def bounded_least_squares(B, u, w, rtol, wrench_scale, colnorm_max, x, work, iwo
 # Stage 2: least fuel
 
 
+def step_to_bound(x, u, cols, k, d):
+    """The crossover's move: the free forces ``cols[:k]`` move along ``d`` (their change per unit
+    step) until the first of them reaches a bound (0 or its u), which is set exactly on it; the
+    others are kept in [0, u]. Returns that force, or -1 (nothing moved) when no force moves.
+    Shared by the compiled kernel and the list-based path (plain sequences work too)."""
+    alpha, leave, bound = math.inf, -1, 0.0
+    for p in range(k):
+        j, dk = cols[p], d[p]
+        if dk < 0.0:
+            step, b = x[j] / -dk, 0.0
+        elif dk > 0.0:
+            step, b = (u[j] - x[j]) / dk, u[j]
+        else:
+            continue
+        if step < alpha:
+            alpha, leave, bound = step, j, b
+    if leave < 0:
+        return -1
+    for p in range(k):
+        j = cols[p]
+        x[j] = min(max(x[j] + alpha * d[p], 0.0), u[j])
+    x[leave] = bound
+    return leave
+
+
 def ratio_test(x, u, cols, k, col, s, enter):
     """The simplex ratio test of stage 2: how far the entering force ``enter`` moves (direction
     ``s``: +1 up from 0, -1 down from its bound u) before a basic force ``cols[:k]`` hits a
@@ -493,23 +518,9 @@ def least_fuel(A, u, f_star, rtol, x, work, iwork):
                     size += d[p] * d[p]
                 if size >= 0.5 * (k - r) / k:
                     break
-        alpha, leave, bound = math.inf, -1, 0.0
-        for p in range(k):
-            j, dk = cols[p], d[p]
-            if dk < 0.0:
-                step, b = x[j] / -dk, 0.0
-            elif dk > 0.0:
-                step, b = (u[j] - x[j]) / dk, u[j]
-            else:
-                continue
-            if step < alpha:
-                alpha, leave, bound = step, j, b
+        leave = step_to_bound(x, u, cols, k, d)
         if leave < 0:
             return False
-        for p in range(k):
-            j = cols[p]
-            x[j] = min(max(x[j] + alpha * d[p], 0.0), u[j])
-        x[leave] = bound
         free[leave] = 0
     if not vertex:
         return False
@@ -877,5 +888,5 @@ def _residual_norm(B, f, w, r):
 HELPERS = (snap_tolerance, snap_to_bounds, warm_basis_holds, warm_start, _remember_basis, forget_basis, _descent,
            kkt_tolerance, partition_holds, warm_least_squares, _remember_partition, _remembered, _partition_factors,
            workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder, _reflect, _min_norm_solve,
-           _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch, bounded_least_squares, ratio_test,
+           _ones_transposed_solve, _subset_rhs, _solve_free, _norm, _scratch, bounded_least_squares, ratio_test, step_to_bound,
            least_fuel, _residual_norm)
