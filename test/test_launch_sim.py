@@ -348,26 +348,29 @@ def test_estop_latches_zero_commands_until_reset(probe):
                    "controller_node does not subscribe /estop")
     t_stop, t_stop_pub = time.monotonic(), time.time()
     estop.publish(Bool(data=True))
-    time.sleep(0.3)
-    estop.publish(Bool(data=False))   # does not clear the latch
-    _, js, od = probe.latest_pair()   # nor does a new target
-    publish_target_now(probe, ee_position(state_of(js, od)) + np.array([0.03, 0.0, 0.0]))
-    time.sleep(0.5)
-    # On publish times (DDS source timestamps, system clock): the probe may receive late what
-    # was published before the stop. 50 ms for the e-stop to reach the controller.
-    for topic in ("joint_effort_commands", "thrusters/command"):
-        late = [m for t, m in probe.published(topic) if t > t_stop_pub + 0.05]
-        assert late and not any(nonzero(m) for m in late), f"/{topic} not zero under e-stop"
-    status = probe.wait_for(lambda: controller_status(probe, after=t_stop + 0.1), 5.0, "no diagnostics")
-    assert status.message.startswith("estop") and status.level == DiagnosticStatus.ERROR, status.message
-    # The reset service releases it; the robot then holds its pose until a new reference.
-    client = probe.create_client(Trigger, "/controller_node/reset_estop")
-    assert client.wait_for_service(timeout_sec=10.0)
-    future = client.call_async(Trigger.Request())
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    assert done.wait(10.0)
-    assert future.result().success, future.result().message
+    try:
+        time.sleep(0.3)
+        estop.publish(Bool(data=False))   # does not clear the latch
+        _, js, od = probe.latest_pair()   # nor does a new target
+        publish_target_now(probe, ee_position(state_of(js, od)) + np.array([0.03, 0.0, 0.0]))
+        time.sleep(0.5)
+        # On publish times (DDS source timestamps, system clock): the probe may receive late what
+        # was published before the stop. 50 ms for the e-stop to reach the controller.
+        for topic in ("joint_effort_commands", "thrusters/command"):
+            late = [m for t, m in probe.published(topic) if t > t_stop_pub + 0.05]
+            assert late and not any(nonzero(m) for m in late), f"/{topic} not zero under e-stop"
+        status = probe.wait_for(lambda: controller_status(probe, after=t_stop + 0.1), 5.0, "no diagnostics")
+        assert status.message.startswith("estop") and status.level == DiagnosticStatus.ERROR, status.message
+    finally:
+        # The reset service releases it (also after a failed check above: the graph is shared
+        # with the tests that follow); the robot then holds its pose until a new reference.
+        client = probe.create_client(Trigger, "/controller_node/reset_estop")
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Trigger.Request())
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        assert done.wait(10.0)
+        assert future.result().success, future.result().message
     _, js, od = probe.latest_pair()
     publish_target(probe, ee_position(state_of(js, od)) + np.array([0.0, 0.04, 0.0]))
     probe.wait_for(lambda: any(nonzero(m) for _, m in probe.messages("joint_effort_commands")[-3:]), 10.0,
