@@ -176,3 +176,25 @@ def test_ctrl_c_before_the_run_starts_exits_130_saying_nothing_was_written(tmp_p
     assert capsys.readouterr().err == ("freeflyer sim: interrupted before the run could be summarised; "
                                        "no outputs written\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_inside_a_compiled_call_counts_as_ctrl_c_not_as_an_error(tmp_path):
+    """SIGINT landing while a numba kernel is being called surfaces as a SystemError caused by
+    the KeyboardInterrupt (seen once in CI on the Python engine, whose GJM and H*/C* finish in
+    compiled code): it is still the user's Ctrl-C, exit 130 and an interrupted summary."""
+    from freeflyer_control.cli.stopping import EXIT_INTERRUPTED, report_stopped
+    from freeflyer_control.sim.stream import TimeseriesStream, interrupted_by_user, stop_fields
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ctrl_c:
+            raise SystemError("CPUDispatcher(<function reduced_post>) returned a result with an exception set") \
+                from ctrl_c
+    except SystemError as exc:
+        wrapped = exc
+    assert interrupted_by_user(wrapped) and not interrupted_by_user(SystemError("a real bug"))
+    assert not interrupted_by_user(ValueError("bad input"))
+    assert stop_fields(wrapped, 1.0) == {"interrupted": True, "error": None, "t_reached_s": 1.0}
+    stream = TimeseriesStream(tmp_path / "timeseries.csv")
+    assert report_stopped(stream, wrapped, tmp_path) == EXIT_INTERRUPTED  # stopped before its loop

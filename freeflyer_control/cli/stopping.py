@@ -71,7 +71,9 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
     """
     if getattr(progress, "tty", False) and getattr(progress, "shown", False):
         sys.stderr.write("\n")
-    interrupted = isinstance(exc, KeyboardInterrupt)
+    from freeflyer_control.sim.stream import interrupted_by_user
+
+    interrupted = interrupted_by_user(exc)
     result = stream.partial
     if result is None:  # stopped before its loop (loading, compiling), or stopped again while stopping
         if not interrupted:

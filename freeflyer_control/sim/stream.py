@@ -112,10 +112,25 @@ class TimeseriesStream:
             self._file.close()
 
 
+def interrupted_by_user(exc: BaseException) -> bool:
+    """True when ``exc`` is Ctrl-C: a KeyboardInterrupt, or one that arrived while a compiled
+    (numba) kernel was being called, which CPython reports as a SystemError ("returned a result
+    with an exception set") caused by it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        if not isinstance(exc, SystemError):
+            return False
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def stop_fields(exc: BaseException, t_reached: float) -> dict:
     """The summary entries of a run stopped early by ``exc``: ``interrupted`` (Ctrl-C),
     ``error`` (``"<type>: <message>"`` of any other exception), ``t_reached_s`` (simulated s)."""
-    interrupted = isinstance(exc, KeyboardInterrupt)
+    interrupted = interrupted_by_user(exc)
     return {
         "interrupted": interrupted,
         "error": None if interrupted else f"{type(exc).__name__}: {exc}",
