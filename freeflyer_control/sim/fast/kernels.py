@@ -109,6 +109,25 @@ def forward_kinematics(km, q, R, p):
             R[i, a, 2] = pa0 * j02 + pa1 * j12 + pa2 * j22
 
 
+@njit(**_NO_NRT)
+def world_placements(km, R, p, oR, op):
+    """oR[i] (3, 3), op[i] (3,): world placement of body i (world <- body i), m, from the
+    placements R, p of each body in its parent's frame (:func:`forward_kinematics`)."""
+    jint = km[0]
+    for i in range(jint.shape[0]):
+        par = jint[i, 0]
+        if par < 0:
+            for a in range(3):
+                op[i, a] = p[i, a]
+                for c in range(3):
+                    oR[i, a, c] = R[i, a, c]
+            continue
+        for a in range(3):
+            for c in range(3):
+                oR[i, a, c] = oR[par, a, 0] * R[i, 0, c] + oR[par, a, 1] * R[i, 1, c] + oR[par, a, 2] * R[i, 2, c]
+            op[i, a] = op[par, a] + oR[par, a, 0] * p[i, 0] + oR[par, a, 1] * p[i, 1] + oR[par, a, 2] * p[i, 2]
+
+
 @njit(inline="always", **_JIT)
 def _joint_velocity(kind, iv, ax, v, out):
     """out (6,) = S qdot of a joint (joint frame)."""

@@ -20,6 +20,7 @@ from freeflyer_control.sim.fast.kernels import (
     _joint_velocity,
     _motion_to_child,
     forward_kinematics,
+    world_placements,
 )
 
 
@@ -47,18 +48,11 @@ def state_series(km, planar, nb, base_group, ee_body, ee_p, log_q, log_v,
     for s in range(log_q.shape[0]):
         q, v = log_q[s], log_v[s]
         forward_kinematics(km, q, R, p)
+        world_placements(km, R, p, oR, op)
         sums[:, :] = 0.0
         cx = cy = cz = 0.0
         for i in range(n):
             par, kind, iq, iv = jint[i, 0], jint[i, 1], jint[i, 2], jint[i, 3]
-            if par >= 0:
-                for a in range(3):
-                    for c in range(3):
-                        oR[i, a, c] = oR[par, a, 0] * R[i, 0, c] + oR[par, a, 1] * R[i, 1, c] + oR[par, a, 2] * R[i, 2, c]
-                    op[i, a] = op[par, a] + oR[par, a, 0] * p[i, 0] + oR[par, a, 1] * p[i, 1] + oR[par, a, 2] * p[i, 2]
-            else:
-                oR[i] = R[i]
-                op[i] = p[i]
             _joint_velocity(kind, iv, km[3][i], v, vJ)
             if par >= 0:
                 _motion_to_child(R, p, i, V[par], V[i])

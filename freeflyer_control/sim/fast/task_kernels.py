@@ -53,6 +53,7 @@ from freeflyer_control.sim.fast.kernels import (
     crba,
     forward_kinematics,
     log3,
+    world_placements,
 )
 
 # The task references and the damping law have one definition each, in control/; compiled
@@ -73,25 +74,6 @@ REF_EE_POINT, REF_EE_CIRCLE = 2, 3  # reference kinds after control_kernels' wil
 # one (sigma_0 set near zero, a singular arm) goes to LAPACK's SVD, which also drops singular
 # values under 1e-9 sigma_max as the Python path does.
 GRAM_CONDITION = 1e-6
-
-
-@njit(**_NO_NRT)
-def world_placements(km, R, p, oR, op):
-    """oR[i] (3, 3), op[i] (3,): world placement of body i (world <- body i), m, from the
-    placements R, p of each body in its parent's frame (:func:`forward_kinematics`)."""
-    jint = km[0]
-    for i in range(jint.shape[0]):
-        par = jint[i, 0]
-        if par < 0:
-            for a in range(3):
-                op[i, a] = p[i, a]
-                for c in range(3):
-                    oR[i, a, c] = R[i, a, c]
-            continue
-        for a in range(3):
-            for c in range(3):
-                oR[i, a, c] = oR[par, a, 0] * R[i, 0, c] + oR[par, a, 1] * R[i, 1, c] + oR[par, a, 2] * R[i, 2, c]
-            op[i, a] = op[par, a] + oR[par, a, 0] * p[i, 0] + oR[par, a, 1] * p[i, 1] + oR[par, a, 2] * p[i, 2]
 
 
 @njit(**_NO_NRT)
