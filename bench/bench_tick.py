@@ -147,7 +147,7 @@ def reference_case(robot: str, mode: str, controller: str, maneuver: str, chunk:
         K.arm_positions(q, arm_q, arm_kind, qa)
         s = 0.0
         for k in range(n):
-            s += TK.ee_joint_reference(km, resolved, layout, nb, q, v, M, 0.001 * k, 0.001, task, tws, rws, ws,
+            s += TK.ee_joint_reference(km, resolved, layout, nb, q, v, M, ws[0], ws[1], 0.001 * k, 0.001, task, tws, rws, ws,
                                        arm_q, arm_kind, qa, pos, vel, tpos, tvel, False)
         return s
 

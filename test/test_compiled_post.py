@@ -99,6 +99,51 @@ def test_compiled_reduced_dynamics_equal_the_numpy_ones_with_and_without_idle_wh
             assert fast.mode is reference.mode
 
 
+@pytest.mark.parametrize("name", robot_names())
+@pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.value)
+def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star(name, mode):
+    """The compiled computed-torque tick's route to H* acc + C* (one Cholesky factorisation
+    and matrix-vector products, physics.compiled.reduced_effort_into) gives the NumPy
+    reference's H* acc + C*, with and without idle wheels. Tolerance: that of the H*, C*
+    themselves (module docstring), of the largest term of the product."""
+    from freeflyer_control.physics import compiled
+    from freeflyer_control.physics.reduced import reduced_plan
+
+    ff = load_robot(name)
+    data = ff.create_data()
+    rng = np.random.default_rng(zlib.crc32(f"{name} {mode.value}".encode()))
+    ws = compiled.reduced_workspace(ff.model.nv, ff.nb)
+    for state in states(ff, name):
+        M = mass_matrix(ff, data, state.q)
+        b = pin.nonLinearEffects(ff.model, data, state.q, state.v)
+        for idle_wheels in (False, True):
+            with fastpath.forced("numpy"):
+                reference = reduced_dynamics(ff, data, state, mode, M=M, idle_wheels=idle_wheels)
+            acc = rng.normal(size=reference.C.size)
+            out = np.full(acc.size, np.nan)
+            layout = reduced_plan(compiled, ff, mode, idle_wheels).layout
+            assert compiled.reduced_effort_into(np.triu(M), b, state.v, state.q, layout, acc, out, ws) == 0
+            expected = reference.H @ acc + reference.C
+            scale = max(1.0, float(np.abs(reference.H).max() * np.abs(acc).max()), float(np.abs(reference.C).max()))
+            np.testing.assert_allclose(out, expected, rtol=0, atol=ROUND_OFF * scale)
+
+
+def test_reduced_effort_reports_a_non_positive_definite_free_inertia_as_potrf_does():
+    from freeflyer_control.physics import compiled
+    from freeflyer_control.physics.reduced import reduced_plan
+
+    ff = load_robot("spatial_6link")
+    state = states(ff, "spatial_6link")[0]
+    M = mass_matrix(ff, ff.create_data(), state.q)
+    M[2, 2] = -1.0  # the third free base coordinate's inertia
+    layout = reduced_plan(compiled, ff, Mode.FLOATING, True).layout
+    acc, out = np.zeros(layout[2]), np.empty(layout[2])
+    info = compiled.reduced_effort_into(M, np.zeros(ff.model.nv), state.v, state.q, layout, acc, out,
+                                        compiled.reduced_workspace(ff.model.nv, ff.nb))
+    _, _, expected = compiled.reduced_post(M, np.zeros(ff.model.nv), state.v, state.q, layout)
+    assert info == expected == 3
+
+
 def test_callers_mass_matrix_is_not_modified_by_either_path():
     ff = load_robot("spatial_6link")
     data = ff.create_data()

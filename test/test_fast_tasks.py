@@ -169,7 +169,7 @@ def test_compiled_joint_rates_are_resolved_rate_joint_rates_in_every_mode(name, 
         tasks = man.task_references(t)
         K.mass_and_bias(km, state.q, state.v, M, b, ws)
         K.arm_positions(state.q, kmm.arm_q, kmm.arm_kind, qa)
-        TK.ee_joint_reference(km, True, layout, nb, state.q, state.v, M, t, 1e-3, task, tws, rws, ws,
+        TK.ee_joint_reference(km, True, layout, nb, state.q, state.v, M, ws[0], ws[1], t, 1e-3, task, tws, rws, ws,
                               kmm.arm_q, kmm.arm_kind, qa, pos, vel, tpos, tvel, True)
         expected = loop.rr.joint_rates(state, mode, tasks)
         np.testing.assert_allclose(vel, expected.joint_rates, rtol=0, atol=ROUND_OFF)
@@ -181,7 +181,7 @@ def test_compiled_joint_rates_are_resolved_rate_joint_rates_in_every_mode(name, 
         q_ref = with_joint_positions(ff, state.q, ff.arm_v_indices, q_int)
         expected = loop.rr.joint_rates(State(q_ref, state.v), mode, tasks)
         before = q_int.copy()
-        sigma = TK.ee_joint_reference(km, False, layout, nb, state.q, state.v, M, t, 1e-3, task, tws, rws, ws,
+        sigma = TK.ee_joint_reference(km, False, layout, nb, state.q, state.v, M, ws[0], ws[1], t, 1e-3, task, tws, rws, ws,
                                       kmm.arm_q, kmm.arm_kind, qa, pos, vel, tpos, tvel, True)
         np.testing.assert_allclose(vel, expected.joint_rates, rtol=0, atol=ROUND_OFF)
         np.testing.assert_allclose(q_int, before + expected.joint_rates * 1e-3, rtol=0, atol=ROUND_OFF)

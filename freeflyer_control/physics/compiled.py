@@ -20,7 +20,9 @@ Differences from the NumPy path, all exact in exact arithmetic:
   triangle of M only, instead of LU of the mirrored matrix;
 * the GJM solves M_ff W = [J_f', h_f] and forms J* = J - W' M_f: only on the columns it
   returns (arm, commanded base, wheels for the drift); the free columns of J* are zero;
-* H* = M_aa - Y'Y with Y = U'^-1 M_fa (M_ff = U'U) is symmetric by construction.
+* H* = M_aa - Y'Y with Y = U'^-1 M_fa (M_ff = U'U) is symmetric by construction;
+* where a caller needs only H* acc + C* (the compiled simulation's computed torque), that
+  product is taken without H* (:func:`reduced_effort_into`): O(n^2) after the factorisation.
 
 And one outside exact arithmetic: a NaN or Inf in q (so in M) fails the Cholesky, and the
 callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy path returns NaN.
@@ -65,57 +67,57 @@ def _base_map(q, planar, T):
 _minus_omega_cross = njit(**_JIT)(minus_omega_cross_into)
 
 
-@njit(**_JIT)
+# inline="always" (numba IR) for the small helpers of the kernels' inner loops: a call each
+# (~150 per GJM) would otherwise stay a call, numba's calling convention keeping LLVM from
+# inlining it.
+@njit(inline="always", **_JIT)
 def _upper(M, i, j):
     """M[i, j] of a symmetric M of which only the upper triangle is read."""
     return M[i, j] if i <= j else M[j, i]
 
 
-@njit(**_JIT)
-def _cholesky_upper(M, idx):
-    """(U, info): U'U = M[idx, idx] (upper triangle of M read); info > 0 is LAPACK potrf's:
-    the leading minor of that order is not positive definite (U is then unusable)."""
-    n = idx.shape[0]
-    U = np.zeros((n, n))
-    return U, _cholesky_upper_into(M, idx, U)
-
-
-@njit(**_NO_NRT)
-def _cholesky_upper_into(M, idx, U):
-    """:func:`_cholesky_upper` into U (n x n, its strict lower triangle left as it is);
-    returns info."""
-    n = idx.shape[0]
+@njit(inline="always", **_JIT)
+def _factor(M, layout, p, U):
+    """U'U = M[idx, idx] (upper triangle of M read; U upper, its strict lower triangle left as
+    it is), idx the section of ``layout`` that starts at p (its length, then the indices): read
+    in place, since a view per section would cost a reference count each in a tick's loop.
+    U's diagonal holds the reciprocals of the factor's: the solves then multiply where they
+    would divide (a division's latency is several multiplications', and these loops are chains
+    of them). Returns LAPACK potrf's info: 0, or k > 0 when the leading minor of order k is
+    not positive definite (U is then unusable)."""
+    n = layout[p]
     for i in range(n):
-        for j in range(i, n):
-            s = _upper(M, idx[i], idx[j])
+        ii = layout[p + 1 + i]
+        s = _upper(M, ii, ii)
+        for k in range(i):
+            s -= U[k, i] * U[k, i]
+        if not s > 0.0:  # also catches NaN
+            return i + 1
+        r = 1.0 / math.sqrt(s)
+        U[i, i] = r
+        for j in range(i + 1, n):
+            s = _upper(M, ii, layout[p + 1 + j])
             for k in range(i):
                 s -= U[k, i] * U[k, j]
-            if j == i:
-                if not s > 0.0:  # also catches NaN
-                    return i + 1
-                U[i, i] = math.sqrt(s)
-            else:
-                U[i, j] = s / U[i, i]
+            U[i, j] = s * r
     return 0
 
 
-@njit(**_JIT)
-def _solve_columns(U, X, transposed_only):
-    """X <- U'^-1 X, then (unless ``transposed_only``) X <- U^-1 X, in place: with U'U = A
-    that is X <- A^-1 X. U upper triangular (n, n), X (n, m)."""
-    n, m = X.shape
-    for c in range(m):
-        for i in range(n):
+@njit(inline="always", **_JIT)
+def _solve_column(U, n, X, c, transposed_only):
+    """X[:n, c] <- U'^-1 X[:n, c], then (unless ``transposed_only``) U^-1 of that, in place:
+    with U'U = A that is A^-1 X[:n, c]. U: :func:`_factor`'s (>= n x n; reciprocal diagonal)."""
+    for i in range(n):
+        s = X[i, c]
+        for k in range(i):
+            s -= U[k, i] * X[k, c]
+        X[i, c] = s * U[i, i]
+    if not transposed_only:
+        for i in range(n - 1, -1, -1):
             s = X[i, c]
-            for k in range(i):
-                s -= U[k, i] * X[k, c]
-            X[i, c] = s / U[i, i]
-        if not transposed_only:
-            for i in range(n - 1, -1, -1):
-                s = X[i, c]
-                for k in range(i + 1, n):
-                    s -= U[i, k] * X[k, c]
-                X[i, c] = s / U[i, i]
+            for k in range(i + 1, n):
+                s -= U[i, k] * X[k, c]
+            X[i, c] = s * U[i, i]
 
 
 def gjm_layout(planar, rows, free, commanded, arm, wheels) -> np.ndarray:
@@ -136,13 +138,6 @@ def gjm_layout(planar, rows, free, commanded, arm, wheels) -> np.ndarray:
 
 
 @njit(**_JIT)
-def _section(layout, p):
-    """(indices, next position) of the section of a packed layout that starts at p."""
-    n = layout[p]
-    return layout[p + 1:p + 1 + n], p + 1 + n
-
-
-@njit(**_JIT)
 def gjm_post(M, J, v, q, layout, h):
     """(matrix, drift, info) of :func:`~freeflyer_control.physics.gjm.generalized_jacobian`.
 
@@ -158,12 +153,10 @@ def gjm_post(M, J, v, q, layout, h):
     Returns:
         info: 0, or potrf's > 0 when M_ff is not positive definite (matrix, drift unusable).
     """
-    rows, p = _section(layout, 1)
-    free, p = _section(layout, p)
-    commanded, p = _section(layout, p)
-    arm, p = _section(layout, p)
-    nr = rows.shape[0]
-    matrix = np.empty((nr, arm.shape[0] + commanded.shape[0]))
+    nr = layout[1]
+    pc = 3 + nr + layout[2 + nr]
+    nc = layout[pc]
+    matrix = np.empty((nr, layout[pc + 1 + nc] + nc))
     drift = np.empty(nr)
     info = gjm_post_into(M, J, v, q, layout, h, matrix, drift, gjm_workspace(nr, 3 if layout[0] != 0 else 6))
     return matrix, drift, info
@@ -179,29 +172,31 @@ def gjm_workspace(nr, nb):
 def gjm_post_into(M, J, v, q, layout, h, matrix, drift, ws):
     """:func:`gjm_post` into ``matrix`` (nr, na + nc) and ``drift`` (nr,), allocating nothing
     (``ws``: :func:`gjm_workspace`); returns info. For compiled callers that take a GJM every
-    tick (the compiled simulation's resolved rate)."""
+    tick (the compiled simulation's resolved rate). Indices are read from ``layout`` in place:
+    a view of it per section would cost a reference count each in a tick's loop."""
     planar = layout[0] != 0
-    rows, p = _section(layout, 1)
-    free, p = _section(layout, p)
-    commanded, p = _section(layout, p)
-    arm, p = _section(layout, p)
-    wheels, p = _section(layout, p)
-    nr, nv, nf = rows.shape[0], J.shape[1], free.shape[0]
-    na, nc = arm.shape[0], commanded.shape[0]
-    W_all, U_all, T, Jc, Rb = ws
+    nr = layout[1]
+    pf = 2 + nr  # layout[pf]: the number of free base coordinates, their indices after it
+    nf = layout[pf]
+    pc = pf + 1 + nf
+    nc = layout[pc]
+    pa = pc + 1 + nc
+    na = layout[pa]
+    pw = pa + 1 + na
+    nw = layout[pw]
+    nv = J.shape[1]
+    W, U, T, Jc, Rb = ws
     for r in range(nr):
         drift[r] = 0.0
-    f0 = free[0] if nf else 0
+    f0 = layout[pf + 1] if nf else 0
     # W = M_ff^-1 [J_f', h_f]: J* = J - W' M_f: on the columns used, drift = J_f M_ff^-1 h_f
-    W = W_all[:nf]
     if nf:
-        U = U_all[:nf, :nf]
-        info = _cholesky_upper_into(M, free, U)
+        info = _factor(M, layout, pf, U)
         if info:
             return info
         for i in range(nf):
             for r in range(nr):
-                W[i, r] = J[rows[r], f0 + i]
+                W[i, r] = J[layout[2 + r], f0 + i]
             if h.shape[0]:
                 W[i, nr] = h[i]
             else:  # h_f = M_f nu at this state
@@ -209,34 +204,39 @@ def gjm_post_into(M, J, v, q, layout, h, matrix, drift, ws):
                 for k in range(nv):
                     s += _upper(M, f0 + i, k) * v[k]
                 W[i, nr] = s
-        _solve_columns(U, W, False)
+        for c in range(nr + 1):
+            _solve_column(U, nf, W, c, False)
         for r in range(nr):
             s = 0.0
             for i in range(nf):
-                s += J[rows[r], f0 + i] * W[i, nr]
+                s += J[layout[2 + r], f0 + i] * W[i, nr]
             drift[r] = s
-    for w in wheels:
+    for t in range(nw):
+        w = layout[pw + 1 + t]
         for r in range(nr):
-            drift[r] += _jstar(M, J, W, rows[r], r, w, f0, nf) * v[w]
+            drift[r] += _jstar(M, J, W, layout[2 + r], r, w, f0, nf) * v[w]
     for j in range(na):
+        col = layout[pa + 1 + j]
         for r in range(nr):
-            matrix[r, j] = _jstar(M, J, W, rows[r], r, arm[j], f0, nf)
+            matrix[r, j] = _jstar(M, J, W, layout[2 + r], r, col, f0, nf)
     if nc:
         _base_rotation(planar, q, Rb)
         _base_map_from_rotation(planar, Rb, T)
         for i in range(nc):
+            col = layout[pc + 1 + i]
             for r in range(nr):
-                Jc[r, i] = _jstar(M, J, W, rows[r], r, commanded[i], f0, nf)
+                Jc[r, i] = _jstar(M, J, W, layout[2 + r], r, col, f0, nf)
         for j in range(nc):
+            cj = layout[pc + 1 + j]
             for r in range(nr):
                 s = 0.0
                 for i in range(nc):
-                    s += Jc[r, i] * T[commanded[i], commanded[j]]
+                    s += Jc[r, i] * T[layout[pc + 1 + i], cj]
                 matrix[r, na + j] = s
     return 0
 
 
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
 def _jstar(M, J, W, row, r, k, f0, nf):
     """J*[row, k] = J[row, k] - sum_i W[i, r] M[f0 + i, k] (k not a free column)."""
     s = J[row, k]
@@ -274,26 +274,118 @@ def reduced_post(M, b, v, q, layout):
         info: 0, or potrf's > 0 when M over the eliminated coordinates is not positive
         definite (H, C unusable).
     """
-    planar, nc = layout[0] != 0, layout[1]
-    act, p = _section(layout, 2)
-    elim, p = _section(layout, p)
-    na, nf = act.shape[0], elim.shape[0]
+    na = layout[2]
     H = np.empty((na, na))
     C = np.empty(na)
-    for i in range(na):
-        C[i] = b[act[i]]
-        for j in range(i, na):
-            H[i, j] = _upper(M, act[i], act[j])
+    info = reduced_post_into(M, b, v, q, layout, H, C, reduced_workspace(v.shape[0], 3 if layout[0] != 0 else 6))
+    return H, C, info
+
+
+@njit(**_JIT)
+def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
+    """out[:na] = H* acc + C* for the reduced dynamics of ``layout`` (:func:`reduced_post`'s
+    H*, C*), without forming H*; returns info (as :func:`reduced_post`'s).
+
+    The same law by another route, exact in exact arithmetic: with a the actuated coordinates,
+    e the eliminated ones and T the commanded block of the world-to-base map,
+    H* acc + C* = T'(M_aa y + b_a - M_ae M_ee^-1 (M_ea y + b_e)) on the commanded rows (T' on
+    them only), where y = acc with its commanded part taken to base_link axes, T acc_c, plus
+    -omega x nu. That is one Cholesky factorisation and matrix-vector products, O(n^2) after the
+    factorisation, where H* itself is O(n^3): what a computed-torque tick needs when it does
+    not need H* (every mode but rotation-floating's hybrid solve).
+
+    Args:
+        M, b, v, q, layout: as :func:`reduced_post`.
+        acc: the actuated coordinates' accelerations (na,): the commanded base ones in world
+            axes (m/s^2, rad/s^2), then the joints' (rad/s^2 or m/s^2).
+        out: (na,) receives the forces: commanded base wrench in world axes (N, N m, about the
+            base_link origin), then joint forces (N m or N).
+        ws: :func:`reduced_workspace`.
+    """
+    planar, nc = layout[0] != 0, layout[1]
+    na = layout[2]
+    pe = 3 + na
+    nf = layout[pe]
+    U, Y, w, T, Rb, tmp = ws
+    y, f = tmp[0], tmp[1]
+    c0 = layout[3] if nc else 0
+    if nc:
+        _minus_omega_cross(v, planar, w)
+        _base_rotation(planar, q, Rb)
+        _base_map_from_rotation(planar, Rb, T)
+        for i in range(nc):
+            s = w[c0 + i]
+            for k in range(nc):
+                s += T[c0 + i, c0 + k] * acc[k]
+            y[i] = s
+    for i in range(nc, na):
+        y[i] = acc[i]
+    for i in range(na):  # f = M_aa y + b_a
+        ai = layout[3 + i]
+        s = b[ai]
+        for j in range(na):
+            s += _upper(M, ai, layout[3 + j]) * y[j]
+        f[i] = s
     if nf:
-        U, info = _cholesky_upper(M, elim)
+        info = _factor(M, layout, pe, U)
         if info:
-            return H, C, info
-        Y = np.empty((nf, na + 1))  # U'^-1 [M_fa, b_f]
-        for k in range(nf):
+            return info
+        for i in range(nf):  # z = M_ee^-1 (M_ea y + b_e), in Y[:, 0]
+            ei = layout[pe + 1 + i]
+            s = b[ei]
             for j in range(na):
-                Y[k, j] = _upper(M, elim[k], act[j])
-            Y[k, na] = b[elim[k]]
-        _solve_columns(U, Y, True)
+                s += _upper(M, ei, layout[3 + j]) * y[j]
+            Y[i, 0] = s
+        _solve_column(U, nf, Y, 0, False)
+        for i in range(na):
+            ai = layout[3 + i]
+            s = f[i]
+            for k in range(nf):
+                s -= _upper(M, ai, layout[pe + 1 + k]) * Y[k, 0]
+            f[i] = s
+    for i in range(nc):  # the commanded rows back to world axes: T' f_c
+        s = 0.0
+        for k in range(nc):
+            s += T[c0 + k, c0 + i] * f[k]
+        out[i] = s
+    for i in range(nc, na):
+        out[i] = f[i]
+    return 0
+
+
+@njit(**_JIT)
+def reduced_workspace(nv, nb):
+    """Scratch of :func:`reduced_post_into` and :func:`reduced_effort_into` for nv velocities
+    and nb base coordinates: U, Y, -omega x nu, T, Rb, and rows of intermediate results."""
+    return (np.empty((nv, nv)), np.empty((nv, nv + 1)), np.empty(nb), np.empty((nb, nb)), np.empty((3, 3)),
+            np.empty((nv, nv)))
+
+
+@njit(**_JIT)
+def reduced_post_into(M, b, v, q, layout, H, C, ws):
+    """:func:`reduced_post` into H (na, na) and C (na,), allocating nothing (``ws``:
+    :func:`reduced_workspace`); returns info. For compiled callers that take H*, C* every tick
+    (the compiled simulation's computed torque). Indices are read from ``layout`` in place:
+    a view of it per section would cost a reference count each in a tick's loop."""
+    planar, nc = layout[0] != 0, layout[1]
+    na = layout[2]
+    pe = 3 + na  # layout[pe] = the number eliminated, their indices after it
+    nf = layout[pe]
+    U, Y, w, T, Rb, tmp = ws
+    for i in range(na):
+        ai = layout[3 + i]
+        C[i] = b[ai]
+        for j in range(i, na):
+            H[i, j] = _upper(M, ai, layout[3 + j])
+    if nf:
+        info = _factor(M, layout, pe, U)
+        if info:
+            return info
+        for c in range(na + 1):  # Y = U'^-1 [M_fa, b_f]
+            for i in range(nf):
+                ei = layout[pe + 1 + i]
+                Y[i, c] = _upper(M, ei, layout[3 + c]) if c < na else b[ei]
+            _solve_column(U, nf, Y, c, True)
         for i in range(na):
             s = C[i]
             for k in range(nf):
@@ -308,24 +400,23 @@ def reduced_post(M, b, v, q, layout):
         for j in range(i):
             H[i, j] = H[j, i]
     if nc:
-        nb = 3 if planar else 6
-        c0 = act[0]
-        w = np.empty(nb)
+        c0 = layout[3]
         _minus_omega_cross(v, planar, w)
         for i in range(na):
             for j in range(nc):
                 C[i] += H[i, j] * w[c0 + j]
-        T = np.empty((nb, nb))
-        _base_map(q, planar, T)
+        _base_rotation(planar, q, Rb)
+        _base_map_from_rotation(planar, Rb, T)
         # H <- T' H T on the commanded rows and columns, C <- T' C on its rows (T = T[c, c])
-        tmp = np.empty((nc, na))
         for i in range(nc):
             for j in range(na):
                 s = 0.0
                 for k in range(nc):
                     s += T[c0 + k, c0 + i] * H[k, j]
                 tmp[i, j] = s
-        H[:nc] = tmp
+        for i in range(nc):
+            for j in range(na):
+                H[i, j] = tmp[i, j]
         for i in range(na):
             for j in range(nc):
                 s = 0.0
@@ -347,4 +438,4 @@ def reduced_post(M, b, v, q, layout):
                 s = 0.5 * (H[i, j] + H[j, i])
                 H[i, j] = s
                 H[j, i] = s
-    return H, C, 0
+    return 0

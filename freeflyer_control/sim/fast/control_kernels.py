@@ -7,10 +7,13 @@ What the Python path does, per tick, and where it is defined there:
   on the base pose, attitude error log(R_d R^T) (:func:`log3`, Pinocchio's formula);
 * the mode-reduced dynamics H*, C* (``physics/reduced.py: reduced_dynamics``): the Schur
   complement over the free base coordinates (and the idle wheels, outside rotation-floating),
-  the commanded base coordinates changed to world axes: ``physics/compiled.py: reduced_post``,
-  the very kernel ``reduced_dynamics`` finishes with, on the layout it builds for the mode;
-* the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*, or in
-  rotation-floating the hybrid solve for the wheel accelerations with the wheel-torque clip
+  the commanded base coordinates changed to world axes, on the layout ``reduced_plan`` builds
+  for the mode: in rotation-floating ``physics/compiled.py: reduced_post_into``, the kernel
+  ``reduced_dynamics`` finishes with (``reduced_post`` wraps it);
+* the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*, by
+  ``physics/compiled.py: reduced_effort_into`` (the same product through one Cholesky
+  factorisation and matrix-vector products, without forming H*), or in rotation-floating the
+  hybrid solve for the wheel accelerations with the wheel-torque clip
   (``rotation_floating_forces``) (:func:`mode_effort`);
 * the bumpless blend after a mode switch (``control/mode_switch.py: blend_weight``, compiled
   from that same definition) and ``ControlEffort.blend``;
@@ -41,7 +44,7 @@ from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
 from freeflyer_control.physics.actuators import limit_wrench_into
-from freeflyer_control.physics.compiled import reduced_post
+from freeflyer_control.physics.compiled import reduced_effort_into, reduced_post_into, reduced_workspace
 from freeflyer_control.physics.plant import energy_explained
 from freeflyer_control.sim.fast import task_kernels as TK
 from freeflyer_control.sim.fast.allocation import allocate_forces
@@ -50,6 +53,7 @@ from freeflyer_control.sim.fast.kernels import (
     arm_positions,
     base_map_from_rotation,
     base_rotation,
+    forward_kinematics,
     log3,
     mass_and_bias,
     plant_step,
@@ -173,22 +177,21 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
     """
     Rb, acc, force, forces, ubase = cws[0], cws[1], cws[2], cws[3], cws[4]
     A, rhs, piv, unknown, rows, bscratch = cws[5], cws[6], cws[7], cws[8], cws[9], cws[10]
-    H, C, info = reduced_post(M, b, v, q, layout)
-    if info:
-        raise np.linalg.LinAlgError("free-base inertia not positive definite")
-    n = H.shape[0]
+    Hbuf, Cbuf, rws = cws[11], cws[12], cws[13]
     nc = c1 - c0
     na, nw = arm_rel.shape[0], wheel_rel.shape[0]
+    n = layout[2]
     if nc:
         base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, Rb, bscratch)
     for k in range(nb):
         wrench_out[k] = 0.0
-    if mode != ROTATION_FLOATING:
+    if mode != ROTATION_FLOATING:  # H* acc + C*, without H* (the wheels are idle: eliminated)
         for k in range(nc):
             acc[k] = ubase[k]
         for k in range(na):
             acc[nc + k] = u_arm[k]
-        _times_plus(H, acc, C, n, forces)
+        if reduced_effort_into(M, b, v, q, layout, acc, forces, rws):
+            raise np.linalg.LinAlgError("free-base inertia not positive definite")
         for k in range(nc):
             wrench_out[c0 + k] = forces[k]
         for k in range(na):
@@ -196,6 +199,9 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         for w in range(nw):
             wheel_out[w] = 0.0
         return
+    H, C = Hbuf[:n, :n], Cbuf[:n]
+    if reduced_post_into(M, b, v, q, layout, H, C, rws):
+        raise np.linalg.LinAlgError("free-base inertia not positive definite")
     for j in range(n):
         acc[j] = 0.0
         force[j] = 0.0
@@ -233,7 +239,7 @@ def control_workspace(nv, nb):
     i64 = np.int64
     return (np.empty((3, 3)), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nb),
             np.empty((nv, nv)), np.empty(nv), np.empty(nv, i64), np.empty(nv, i64), np.empty(nv, i64),
-            (np.empty((3, 3)), np.empty(3), np.empty(6)))
+            (np.empty((3, 3)), np.empty(3), np.empty(6)), np.empty((nv, nv)), np.empty(nv), reduced_workspace(nv, nb))
 
 
 # The ideal-wrench bound has one definition, in physics/actuators.py; compiled here as it is.
@@ -361,6 +367,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     tws = TK.task_workspace(kmC[0].shape[0], nv, nb)
     rws = TK.rate_workspace(nq, nv, nb, na, 6 * ne)
     tpos, tvel = np.empty((ne, 3)), np.empty((ne, 3))
+    # ws[0], ws[1]: the controller model's placements at q, which the end-effector reference
+    # reads: from here, then from each plant step (or mass_and_bias for another model)
+    forward_kinematics(kmC, q, ws[0], ws[1])
     row = 0
     for k in range(k0, k1):
         t = k * dt
@@ -373,8 +382,8 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
             Mu, bu = Mc, bc
         sigma = np.nan
         if ref_kind >= TK.REF_EE_POINT:
-            sigma = TK.ee_joint_reference(kmC, resolved, gjm_layouts[mode], nb, q, v, Mu, t, dt, task, tws, rws, ws,
-                                          arm_q, arm_kind, qa, pos, vel, tpos, tvel, log_now)
+            sigma = TK.ee_joint_reference(kmC, resolved, gjm_layouts[mode], nb, q, v, Mu, ws[0], ws[1], t, dt, task,
+                                          tws, rws, ws, arm_q, arm_kind, qa, pos, vel, tpos, tvel, log_now)
         elif ref_kind == 1:
             wilde_reference(t, ref_q0, ref_rate, phases, period, pos, vel)
         else:

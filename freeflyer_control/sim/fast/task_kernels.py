@@ -286,21 +286,22 @@ def task_references(kind, t, params, starts, axes, pos, vel):
 
 
 @njit(inline="always", **_JIT)
-def task_rows(km, q, v, M, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos, vel, gains, base_T, tws,
+def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos, vel, gains, base_T, tws,
               J_out, rhs_out):
     """Stack the commanded rows of every end-effector's task (``ResolvedRate.joint_rates``):
     J_out[:m, :na] = the GJM's arm columns, rhs_out[:m] = feed-forward twist + gain x error -
     drift, the drift including the commanded base velocities (world axes). Returns m.
 
     q, v: the configuration and velocity the GJM is taken at; M: the controller model's mass
-    matrix at q (upper triangle read); tws[0], tws[1]: its placements at q
-    (:func:`forward_kinematics`). layout: the mode's ``physics.compiled.gjm_layout``.
+    matrix at q (upper triangle read; not read in a mode without free base coordinates); R, p:
+    its placements at q (:func:`forward_kinematics`). layout: the mode's
+    ``physics.compiled.gjm_layout``.
     ee_body[e], ee_R[e], ee_p[e]: the frame's body and placement in it; R_d[e]: target attitude
     (world <- frame); use[e, r]: GJM row r is commanded; pos, vel: targets (m, m/s, world);
     gains: (k_position, k_orientation), 1/s; base_T (nb, nb): scratch for the world-to-base map.
     tws: scratch (``task_workspace``).
     """
-    R, p, oR, op, J, Rf, pf, E, e_att, u_world, err, ff_twist, matrix, drift, gws, no_h = tws
+    _, _, oR, op, J, Rf, pf, E, e_att, u_world, err, ff_twist, matrix, drift, gws, no_h = tws
     world_placements(km, R, p, oR, op)
     planar = layout[0] != 0
     nr, na = layout[1], J_out.shape[1]
@@ -366,8 +367,8 @@ def rate_workspace(nq, nv, nb, na, m_max):
 
 
 @njit(inline="always", **_JIT)
-def ee_joint_reference(km, resolved, layout, nb, q, v, M, t, dt, task, tws, rws, ws, arm_q, arm_kind, qa,
-                       pos, vel, tpos, tvel, log_now):
+def ee_joint_reference(km, resolved, layout, nb, q, v, M, R_q, p_q, t, dt, task, tws, rws, ws, arm_q, arm_kind,
+                       qa, pos, vel, tpos, tvel, log_now):
     """The arm's joint reference at tick time t (s) of an end-effector maneuver, as
     ``ControlLoop.tick`` builds it: pos (rad), vel (rad/s), arm order; the targets into tpos,
     tvel (ne, 3; m, m/s, world). Returns the task rows' smallest singular value (NaN when
@@ -377,7 +378,8 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, t, dt, task, tws, rws,
     angles ``qa``, vel = the task's joint rates); otherwise computed torque with resolved rate
     as the reference generator (the GJM with the arm at the integrated reference task[13],
     which the rates then advance by dt). km: the controller's model; M: its mass matrix at q;
-    layout: the mode's GJM layout. task = (kind, params, starts, axes, ee_body, ee_R, ee_p,
+    R_q, p_q: its placements at q (what the mass matrix was computed from: the lockstep reuses
+    the plant's); layout: the mode's GJM layout. task = (kind, params, starts, axes, ee_body, ee_R, ee_p,
     R_d, use, gains, (sigma_0, lambda_max), rate_limit, q_int): see :func:`task_references`
     and :func:`task_rows`.
     """
@@ -385,10 +387,8 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, t, dt, task, tws, rws,
     q_ref, M_ref, Jst, rhs, qdot, G, L, y, base_T, sv, A = rws
     na = qa.shape[0]
     task_references(kind, t, params, starts, axes, tpos, tvel)
-    R, p = tws[0], tws[1]
     if resolved:
-        forward_kinematics(km, q, R, p)
-        q_task, M_task = q, M
+        q_task, M_task, R, p = q, M, R_q, p_q
     else:  # physics.state.with_joint_positions: the arm at q_int, the rest of q kept
         for k in range(q.shape[0]):
             q_ref[k] = q[k]
@@ -400,11 +400,13 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, t, dt, task, tws, rws,
                 q_ref[iq], q_ref[iq + 1] = x * f, s * f
             else:
                 q_ref[iq] = q_int[j]
+        R, p = tws[0], tws[1]
         forward_kinematics(km, q_ref, R, p)
-        crba(km, R, p, M_ref, ws)
+        if layout[2 + layout[1]]:  # the GJM reads M only to eliminate free base coordinates
+            crba(km, R, p, M_ref, ws)
         q_task, M_task = q_ref, M_ref
-    m = task_rows(km, q_task, v, M_task, layout, nb, ee_body, ee_R, ee_p, R_d, use, tpos, tvel, gains, base_T,
-                  tws, Jst, rhs)
+    m = task_rows(km, q_task, v, M_task, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, tpos, tvel, gains,
+                  base_T, tws, Jst, rhs)
     sigma, _, _ = damped_rates(Jst, rhs, m, na, rr[0], rr[1], rate_limit, qdot, G, L, y, sv, A)
     if log_now and sigma != sigma:
         singular_values(Jst, m, na, A, sv)
