@@ -177,6 +177,7 @@ def singular_values(J, m, n, A, s):
     for i in range(k):
         for t in range(length):
             A[i, t] = J[i, t] if m <= n else J[t, i]
+    tol2 = EPS * EPS  # rows i, j orthogonal: |gamma| <= EPS sqrt(s_i s_j), squared (no root)
     for _ in range(100):  # converges quadratically: ~6 sweeps for 6 rows
         for i in range(k):
             x = 0.0
@@ -189,11 +190,12 @@ def singular_values(J, m, n, A, s):
                 gamma = 0.0
                 for t in range(length):
                     gamma += A[i, t] * A[j, t]
-                if gamma == 0.0 or abs(gamma) <= EPS * math.sqrt(s[i] * s[j]):
+                if gamma * gamma <= tol2 * (s[i] * s[j]):
                     continue
                 rotated = True
                 zeta = (s[j] - s[i]) / (2.0 * gamma)
-                tan = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + math.hypot(1.0, zeta))
+                # hypot's care is not needed: where zeta^2 overflows, tan = 0 is its limit
+                tan = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + math.sqrt(1.0 + zeta * zeta))
                 c = 1.0 / math.sqrt(1.0 + tan * tan)
                 sn = c * tan
                 for t in range(length):
