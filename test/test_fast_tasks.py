@@ -86,10 +86,38 @@ def test_jacobi_singular_values_are_lapacks():
         np.testing.assert_allclose(s, expected, rtol=0, atol=1e-14 * max(1.0, expected.max()))
 
 
+def test_jacobi_svd_solve_is_the_python_damped_least_squares_on_lapacks_svd():
+    """The compiled SVD route (one-sided Jacobi with its rotations kept, where the Python path
+    calls LAPACK): undamped with singular values dropped, and damped, on every shape. Tolerance:
+    both SVDs are backward stable (errors ~eps sigma_max); the pseudo-inverse amplifies them by
+    1 / sigma_min of the kept values, so the bound scales with it (1e-4 at the worst here)."""
+    rng = np.random.default_rng(5)
+    for J in _matrices(rng):
+        m, n = J.shape
+        k = min(m, n)
+        rhs = rng.normal(size=m)
+        svd = thin_svd(J)
+        for lam2 in (0.0, 1e-4):
+            expected = damped_least_squares(svd, rhs, lam2)
+            qdot = np.full(n, np.nan)
+            TK.svd_solve(np.ascontiguousarray(J), rhs, m, n, lam2, np.empty((k, max(m, n))), np.empty(k),
+                         np.empty((k, k)), qdot)
+            kept = svd[1][svd[1] > 1e-9 * svd[1][0]] if k and svd[1][0] > 0 else np.ones(1)
+            scale = max(1.0, np.abs(expected).max()) / max(min(kept.min(), 1.0), 1e-3)
+            np.testing.assert_allclose(qdot, expected, rtol=0, atol=ROUND_OFF * scale)
+
+
+def test_jacobi_svd_solve_refuses_a_non_finite_jacobian_as_lapack_does():
+    J = np.eye(3)
+    J[1, 2] = np.nan
+    with pytest.raises(np.linalg.LinAlgError, match="non-finite entry"):
+        TK.svd_solve(J, np.ones(3), 3, 3, 0.0, np.empty((3, 3)), np.empty(3), np.empty((3, 3)), np.empty(3))
+
+
 @pytest.mark.parametrize("sigma_0", [0.02, 0.0, 0.3])
 def test_damped_rates_are_the_python_damped_least_squares_with_its_rate_limit(sigma_0):
     """Each branch: the undamped pseudo-inverse (Cholesky), damped (Cholesky of J J^T +
-    lambda^2 I), dropped singular values (LAPACK's SVD), tall and wide, limited or not."""
+    lambda^2 I), dropped singular values (the SVD), tall and wide, limited or not."""
     rng = np.random.default_rng(3)
     lambda_max = 0.05
     for J in _matrices(rng):

@@ -155,14 +155,23 @@ def world_to_local_base_map(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
 def world_to_local_base_map_into(planar, Rb, T) -> None:
     """Write :func:`world_to_local_base_map` into T (nb x nb), given the base rotation Rb
     (world <- base_link, 3x3): R^T on the translation block and on the spatial attitude block,
-    1 on the planar yaw rate. Compiled as is by physics.compiled."""
-    T[:] = 0.0
+    1 on the planar yaw rate. Compiled as is by physics.compiled and the compiled simulation;
+    scalar loops because the latter runs without numba's runtime, where an array assignment
+    from a transposed view does not compile."""
+    n = T.shape[0]
+    for r in range(n):
+        for c in range(n):
+            T[r, c] = 0.0
     if planar:
-        T[:2, :2] = Rb[:2, :2].T
+        for r in range(2):
+            for c in range(2):
+                T[r, c] = Rb[c, r]
         T[2, 2] = 1.0
         return
-    T[:3, :3] = Rb.T
-    T[3:, 3:] = Rb.T
+    for r in range(3):
+        for c in range(3):
+            T[r, c] = Rb[c, r]
+            T[3 + r, 3 + c] = Rb[c, r]
 
 
 def joint_positions(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:

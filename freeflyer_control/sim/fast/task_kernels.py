@@ -20,8 +20,10 @@ a Cholesky factorisation of J J^T - sigma_0^2 I (J^T J for a tall J) and solves 
 Cholesky factor of J J^T; below it, the damped solution V diag(s / (s^2 + lambda^2)) U^T rhs is
 the same J^T (J J^T + lambda^2 I)^-1 rhs, solved the same way once the singular value is known
 (:func:`singular_values`, one-sided Jacobi, which also serves the logged ticks). Only within
-round-off of the threshold, or where a singular value is to be dropped, does it take LAPACK's
-SVD, the Python path's formula. On a 6 x 6 task that is ~0.3 µs a tick against ~5 µs for the SVD
+round-off of the threshold, or where a singular value is to be dropped, does it take the SVD,
+the Python path's formula (:func:`svd_solve`: the same one-sided Jacobi with its rotations
+kept, where the Python path calls LAPACK; the tick runs without numba's runtime, which
+LAPACK's wrapper needs). On a 6 x 6 task that is ~0.3 µs a tick against ~5 µs for an SVD
 every tick. ``test/test_fast_tasks.py`` checks every function here against its Python
 definition to round-off, and closed loops of both controllers on both end-effector maneuvers
 in every mode against the Python engine.
@@ -71,8 +73,8 @@ REF_EE_POINT, REF_EE_CIRCLE = 2, 3  # reference kinds after control_kernels' wil
 # The Gram matrix J J^T squares the condition of J: the Cholesky routes are taken only where its
 # smallest eigenvalue (plus lambda^2) exceeds this times its trace (>= sigma_max^2), so that its
 # condition stays below ~1e6 and the solution within ~1e-10 (relative) of the SVD's; a smaller
-# one (sigma_0 set near zero, a singular arm) goes to LAPACK's SVD, which also drops singular
-# values under 1e-9 sigma_max as the Python path does.
+# one (sigma_0 set near zero, a singular arm) goes to the SVD (svd_solve), which also drops
+# singular values under 1e-9 sigma_max as the Python path does.
 GRAM_CONDITION = 1e-6
 
 
@@ -167,16 +169,21 @@ def _solve_gram(J, rhs, m, n, L, y, qdot):
 
 
 @njit(**_NO_NRT)
-def singular_values(J, m, n, A, s):
-    """s[:k] = the k = min(m, n) singular values of J[:m, :n], largest first, by one-sided
-    (Hestenes) Jacobi rotations of its k rows (m <= n) or columns (m > n) until they are
-    orthogonal to working precision: high relative accuracy, as LAPACK's. A (>= k x max(m, n)):
-    scratch; s also holds the rows' squared norms while it runs (updated by each rotation,
-    recomputed at the start of every sweep, as LAPACK's dgesvj does)."""
+def _jacobi(J, m, n, A, s, Z, vectors):
+    """One-sided (Hestenes) Jacobi rotations of the k = min(m, n) rows (m <= n) or columns
+    (m > n) of J[:m, :n], copied into A[:k, :max(m, n)], until they are orthogonal to working
+    precision; their norms are then the singular values (high relative accuracy, as LAPACK's).
+    s[:k] holds the vectors' squared norms while it runs (updated by each rotation, recomputed
+    at the start of every sweep, as LAPACK's dgesvj does). With ``vectors`` the rotations are
+    also applied to Z[:k, :k], which starts as the identity: then (m <= n) J = Z' A, or (m > n)
+    J = A Z. Returns the orthogonal vectors' length, max(m, n)."""
     k, length = min(m, n), max(m, n)
     for i in range(k):
         for t in range(length):
             A[i, t] = J[i, t] if m <= n else J[t, i]
+        if vectors:
+            for t in range(k):
+                Z[i, t] = 1.0 if t == i else 0.0
     tol2 = EPS * EPS  # rows i, j orthogonal: |gamma| <= EPS sqrt(s_i s_j), squared (no root)
     for _ in range(100):  # converges quadratically: ~6 sweeps for 6 rows
         for i in range(k):
@@ -202,6 +209,11 @@ def singular_values(J, m, n, A, s):
                     a, b = A[i, t], A[j, t]
                     A[i, t] = c * a - sn * b
                     A[j, t] = sn * a + c * b
+                if vectors:
+                    for t in range(k):
+                        a, b = Z[i, t], Z[j, t]
+                        Z[i, t] = c * a - sn * b
+                        Z[j, t] = sn * a + c * b
                 s[i] = max(s[i] - tan * gamma, 0.0)
                 s[j] = s[j] + tan * gamma
         if not rotated:
@@ -210,12 +222,64 @@ def singular_values(J, m, n, A, s):
         x = 0.0
         for t in range(length):
             x += A[i, t] * A[i, t]
-        x = math.sqrt(x)
-        p = i  # insertion, largest first
+        s[i] = math.sqrt(x)
+    return length
+
+
+@njit(**_NO_NRT)
+def singular_values(J, m, n, A, s):
+    """s[:k] = the k = min(m, n) singular values of J[:m, :n], largest first (one-sided Jacobi,
+    :func:`_jacobi`). A (>= k x max(m, n)): scratch."""
+    _jacobi(J, m, n, A, s, A, False)
+    for i in range(1, min(m, n)):  # insertion, largest first
+        x = s[i]
+        p = i
         while p > 0 and s[p - 1] < x:
             s[p] = s[p - 1]
             p -= 1
         s[p] = x
+
+
+@njit(**_NO_NRT)
+def svd_solve(J, rhs, m, n, lam2, A, s, Z, qdot):
+    """qdot (n,) = V diag(gain) U' rhs[:m] from the SVD J[:m, :n] = U diag(s) V' (one-sided
+    Jacobi, :func:`_jacobi`): ``resolved_rate.damped_least_squares``'s formula, gain =
+    s / (s^2 + lam2), or for lam2 = 0 1 / s with singular values under 1e-9 sigma_max dropped.
+    A (>= k x max(m, n)), s (>= k), Z (>= k x k): scratch.
+
+    Raises:
+        np.linalg.LinAlgError: a non-finite J, as the Python path's SVD does.
+    """
+    k = min(m, n)
+    length = _jacobi(J, m, n, A, s, Z, True)
+    top = 0.0
+    for i in range(k):
+        if not s[i] == s[i]:  # NaN: a non-finite entry
+            raise np.linalg.LinAlgError("SVD did not converge: the Jacobian has a non-finite entry")
+        top = max(top, s[i])
+    for j in range(n):
+        qdot[j] = 0.0
+    for i in range(k):  # vector i: (m <= n) A_i = s_i v_i, u_i = Z_i; (m > n) A_i = s_i u_i, v_i = Z_i
+        si = s[i]
+        if lam2 > 0.0:
+            gain = si / (si * si + lam2)
+        else:
+            gain = 1.0 / si if si > 1e-9 * top else 0.0
+        if gain == 0.0:
+            continue
+        t = 0.0
+        if m <= n:
+            for r in range(m):
+                t += Z[i, r] * rhs[r]
+            t *= gain / si
+            for j in range(length):
+                qdot[j] += t * A[i, j]
+        else:
+            for r in range(length):
+                t += A[i, r] * rhs[r]
+            t *= gain / si
+            for j in range(k):
+                qdot[j] += t * Z[i, j]
 
 
 @njit(inline="always", **_JIT)
@@ -229,7 +293,7 @@ def damped_rates(J, rhs, m, n, sigma_0, lambda_max, rate_limit, qdot, G, L, y, s
     unnecessary (then lambda^2 = 0).
 
     Raises:
-        np.linalg.LinAlgError: a non-finite J where LAPACK's SVD is taken, as the Python path's.
+        np.linalg.LinAlgError: a non-finite J where the SVD is taken, as the Python path's.
     """
     k = min(m, n)
     sigma_min, lam2 = np.nan, 0.0
@@ -249,21 +313,7 @@ def damped_rates(J, rhs, m, n, sigma_0, lambda_max, rate_limit, qdot, G, L, y, s
             # V diag(s / (s^2 + lambda^2)) U^T = J^T (J J^T + lambda^2 I)^-1 (or the tall form)
             _solve_gram(J, rhs, m, n, L, y, qdot)
         else:  # undamped within round-off of sigma_0, or singular values to drop: the SVD's
-            U, s, Vt = np.linalg.svd(J[:m, :n], full_matrices=False)
-            for i in range(k):  # y = diag(gain) U^T rhs
-                if lam2 > 0.0:
-                    gain = s[i] / (s[i] * s[i] + lam2)
-                else:
-                    gain = 1.0 / s[i] if s[i] > 1e-9 * s[0] else 0.0
-                t = 0.0
-                for r in range(m):
-                    t += U[r, i] * rhs[r]
-                y[i] = gain * t
-            for j in range(n):
-                t = 0.0
-                for i in range(k):
-                    t += Vt[i, j] * y[i]
-                qdot[j] = t
+            svd_solve(J, rhs, m, n, lam2, A, sv, L, qdot)
     ratio = 0.0
     for j in range(n):
         ratio = max(ratio, abs(qdot[j]) / rate_limit[j])
