@@ -297,12 +297,33 @@ def world_to_local(planar, q, w, Rb, T, out, add):
 
 
 @njit(**_JIT)
+def tick_scratch(kmP, kmC, nq, nv, nb, arm_v, wheel_v, n_thrusters, n_ee):
+    """The scratch arrays of :func:`run_ticks` for a run (allocated once; a call of run_ticks
+    allocates nothing and runs without numba's runtime, so that the arrays a tick takes out of
+    tuples and the views it makes cost no reference count: an atomic increment and decrement
+    each, ~17 % of a tick's time by perf when they were counted). n_thrusters: the columns of the
+    allocator's B (0 without one); n_ee: the end-effectors of the task."""
+    na, nw = arm_v.shape[0], wheel_v.shape[0]
+    arm_rel = np.empty(na, np.int64)
+    wheel_rel = np.empty(nw, np.int64)
+    for j in range(na):
+        arm_rel[j] = arm_v[j] - nb
+    for j in range(nw):
+        wheel_rel[j] = wheel_v[j] - nb
+    return (workspace(kmP[0].shape[0], nq, nv, nb), control_workspace(nv, nb),
+            TK.task_workspace(kmC[0].shape[0], nv, nb), TK.rate_workspace(nq, nv, nb, na, 6 * n_ee),
+            arm_rel, wheel_rel, np.empty((6, na)), np.empty((2, nw)), np.empty((4, nb)),
+            np.zeros(n_thrusters), np.zeros(nv), np.empty((3, 3)), np.empty((nb, nb)),
+            np.empty((2, nv, nv)), np.empty((4, max(nq, nv))), np.empty((2, n_ee, 3)))
+
+
+@njit(**_NO_NRT)
 def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
               wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
               kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, resolved, task, gjm_layouts,
               k0, k1, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, log_q, log_v, out_arm, out_pos,
-              out_vel, out_wheel, out_wrench, out_thrust, out_blend, out_targets, out_sigma):
+              out_vel, out_wheel, out_wrench, out_thrust, out_blend, out_targets, out_sigma, scratch):
     """Control ticks k0 .. k1-1 in lockstep with the plant, in ``mode`` (blended from
     ``previous``, -1 for none, since ``switched_at`` s over ``blend_time`` s). State q, v and
     world momentum mom are updated in place; M, b: M(q), b(q, v) of the plant model on entry
@@ -333,42 +354,9 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     End-effector maneuvers: ``task`` (:func:`.task_kernels.ee_joint_reference`, whose q_int,
     the integrated joint reference of computed torque, is advanced in place) and the mode's
     GJM layout ``gjm_layouts[mode]`` give the joint reference; ``resolved`` selects the
-    resolved-rate law (its gains kp, kd: the joint servo's).
+    resolved-rate law (its gains kp, kd: the joint servo's). ``scratch``: :func:`tick_scratch`
+    of the run (a call allocates nothing: it runs without numba's runtime).
     """
-    nv = v.shape[0]
-    nq = q.shape[0]
-    na = arm_v.shape[0]
-    nw = wheel_v.shape[0]
-    ne = task[4].shape[0]
-    arm_rel = np.empty(na, np.int64)
-    wheel_rel = np.empty(nw, np.int64)
-    for j in range(na):
-        arm_rel[j] = arm_v[j] - nb
-    for j in range(nw):
-        wheel_rel[j] = wheel_v[j] - nb
-    scratch = (workspace(kmP[0].shape[0], nq, nv, nb), control_workspace(nv, nb),
-               TK.task_workspace(kmC[0].shape[0], nv, nb), TK.rate_workspace(nq, nv, nb, na, 6 * ne),
-               arm_rel, wheel_rel, np.empty((6, na)), np.empty((2, nw)), np.empty((4, nb)),
-               np.zeros(alloc[0].shape[1]), np.zeros(nv), np.empty((3, 3)), np.empty((nb, nb)),
-               np.empty((2, nv, nv)), np.empty((4, max(nq, nv))), np.empty((2, ne, 3)))
-    return _tick_loop(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
-                      wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
-                      kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
-                      ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, resolved, task, gjm_layouts,
-                      k0, k1, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, log_q, log_v, out_arm, out_pos,
-                      out_vel, out_wheel, out_wrench, out_thrust, out_blend, out_targets, out_sigma, scratch)
-
-
-@njit(**_NO_NRT)
-def _tick_loop(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
-               wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
-               kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
-               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, resolved, task, gjm_layouts,
-               k0, k1, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, log_q, log_v, out_arm, out_pos,
-               out_vel, out_wheel, out_wrench, out_thrust, out_blend, out_targets, out_sigma, scratch):
-    """:func:`run_ticks`' loop, on scratch arrays it allocated: without numba's runtime, so that
-    the arrays a tick takes out of tuples and the views it makes cost no reference count (an
-    atomic increment and decrement each: ~17 % of a tick's time when they were counted)."""
     ws, cws, tws, rws, arm_rel, wheel_rel, arm_s, wheel_s, base_s, thrust, tau, Rb, Tb, mats, vecs, tp = scratch
     nv, na, nw, ne = v.shape[0], arm_v.shape[0], wheel_v.shape[0], task[4].shape[0]
     pos, vel, qa, u, arm, arm0 = arm_s[0], arm_s[1], arm_s[2], arm_s[3], arm_s[4], arm_s[5]

@@ -213,11 +213,12 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     base_ref = maneuver.base_reference(0.0)  # the joint maneuvers hold the start pose
     max_force, max_torque = base_wrench_limits(ff)
     ref_rate = float(maneuver.rate) if isinstance(maneuver, Wilde) else 0.1
+    alloc = _allocator(loop, nb)
     args_static = (
         kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
         kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, _reduced_layouts(ff), kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
-        float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], _allocator(loop, nb),
+        float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], alloc,
         np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
         np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
@@ -243,9 +244,11 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
+        scratch = CK.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v, kp_model.wheel_v,
+                                  alloc[0].shape[1], task[4].size)
         CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
-                     out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"])
+                     out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
         _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
@@ -273,7 +276,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
                     *ref_args, k, k_next, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, out["q"][row:],
                     out["v"][row:], out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:],
                     out["wrench"][row:], out["thrust"][row:], out["blend"][row:], out["targets"][row:],
-                    out["sigma"][row:])
+                    out["sigma"][row:], scratch)
             except (np.linalg.LinAlgError, ValueError) as exc:
                 if div[1] != CK.STEPPING:  # the control law's, not the plant's: as on the Python engine
                     raise
