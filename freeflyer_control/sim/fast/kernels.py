@@ -60,55 +60,62 @@ def workspace(n, nq, nv, nb):
 @njit(**_NO_NRT)
 def forward_kinematics(km, q, R, p):
     """R[i], p[i]: placement of body i in its parent's frame at configuration q."""
+    for i in range(km[0].shape[0]):
+        _joint_placement(km, q, i, R, p)
+
+
+@njit(inline="always", **_JIT)
+def _joint_placement(km, q, i, R, p):
+    """R[i] (3, 3), p[i] (3,) (m): placement of body i in its parent's frame at configuration q."""
     jint, PR, Pp, axis = km[0], km[1], km[2], km[3]
-    n = jint.shape[0]
-    for i in range(n):
-        kind, iq = jint[i, 1], jint[i, 2]
-        # the joint's own placement (j00 .. j22, t0 .. t2), in locals: no scratch array
-        t0 = t1 = t2 = 0.0
-        if kind == FREEFLYER:
-            x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
-            tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
-            twx, twy, twz = tx * w, ty * w, tz * w
-            txx, txy, txz = tx * x, ty * x, tz * x
-            tyy, tyz, tzz = ty * y, tz * y, tz * z
-            j00, j01, j02 = 1.0 - (tyy + tzz), txy - twz, txz + twy
-            j10, j11, j12 = txy + twz, 1.0 - (txx + tzz), tyz - twx
-            j20, j21, j22 = txz - twy, tyz + twx, 1.0 - (txx + tyy)
-            t0, t1, t2 = q[iq], q[iq + 1], q[iq + 2]
-        elif kind == PLANAR:
-            c, s = q[iq + 2], q[iq + 3]
-            j00, j01, j02 = c, -s, 0.0
-            j10, j11, j12 = s, c, 0.0
-            j20, j21, j22 = 0.0, 0.0, 1.0
-            t0, t1 = q[iq], q[iq + 1]
-        elif kind == PRISMATIC:
-            j00, j01, j02 = 1.0, 0.0, 0.0
-            j10, j11, j12 = 0.0, 1.0, 0.0
-            j20, j21, j22 = 0.0, 0.0, 1.0
-            t0, t1, t2 = axis[i, 0] * q[iq], axis[i, 1] * q[iq], axis[i, 2] * q[iq]
+    kind, iq = jint[i, 1], jint[i, 2]
+    # the joint's own placement (j00 .. j22, t0 .. t2), in locals: no scratch array
+    t0 = t1 = t2 = 0.0
+    if kind == FREEFLYER:
+        x, y, z, w = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+        tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
+        twx, twy, twz = tx * w, ty * w, tz * w
+        txx, txy, txz = tx * x, ty * x, tz * x
+        tyy, tyz, tzz = ty * y, tz * y, tz * z
+        j00, j01, j02 = 1.0 - (tyy + tzz), txy - twz, txz + twy
+        j10, j11, j12 = txy + twz, 1.0 - (txx + tzz), tyz - twx
+        j20, j21, j22 = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+        t0, t1, t2 = q[iq], q[iq + 1], q[iq + 2]
+    elif kind == PLANAR:
+        c, s = q[iq + 2], q[iq + 3]
+        j00, j01, j02 = c, -s, 0.0
+        j10, j11, j12 = s, c, 0.0
+        j20, j21, j22 = 0.0, 0.0, 1.0
+        t0, t1 = q[iq], q[iq + 1]
+    elif kind == PRISMATIC:
+        j00, j01, j02 = 1.0, 0.0, 0.0
+        j10, j11, j12 = 0.0, 1.0, 0.0
+        j20, j21, j22 = 0.0, 0.0, 1.0
+        t0, t1, t2 = axis[i, 0] * q[iq], axis[i, 1] * q[iq], axis[i, 2] * q[iq]
+    else:
+        if kind == REVOLUTE:
+            c, s = math.cos(q[iq]), math.sin(q[iq])
         else:
-            if kind == REVOLUTE:
-                c, s = math.cos(q[iq]), math.sin(q[iq])
-            else:
-                c, s = q[iq], q[iq + 1]
-            ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
-            t = 1.0 - c
-            j00 = t * ax * ax + c
-            j11 = t * ay * ay + c
-            j22 = t * az * az + c
-            j01 = t * ax * ay - s * az
-            j10 = t * ax * ay + s * az
-            j02 = t * ax * az + s * ay
-            j20 = t * ax * az - s * ay
-            j12 = t * ay * az - s * ax
-            j21 = t * ay * az + s * ax
-        for a in range(3):
-            pa0, pa1, pa2 = PR[i, a, 0], PR[i, a, 1], PR[i, a, 2]
-            p[i, a] = Pp[i, a] + pa0 * t0 + pa1 * t1 + pa2 * t2
-            R[i, a, 0] = pa0 * j00 + pa1 * j10 + pa2 * j20
-            R[i, a, 1] = pa0 * j01 + pa1 * j11 + pa2 * j21
-            R[i, a, 2] = pa0 * j02 + pa1 * j12 + pa2 * j22
+            c, s = q[iq], q[iq + 1]
+        ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
+        t = 1.0 - c
+        j00 = t * ax * ax + c
+        j11 = t * ay * ay + c
+        j22 = t * az * az + c
+        j01 = t * ax * ay - s * az
+        j10 = t * ax * ay + s * az
+        j02 = t * ax * az + s * ay
+        j20 = t * ax * az - s * ay
+        j12 = t * ay * az - s * ax
+        j21 = t * ay * az + s * ax
+    for a in range(3):
+        pa0, pa1, pa2 = PR[i, a, 0], PR[i, a, 1], PR[i, a, 2]
+        p[i, a] = Pp[i, a] + pa0 * t0 + pa1 * t1 + pa2 * t2
+        R[i, a, 0] = pa0 * j00 + pa1 * j10 + pa2 * j20
+        R[i, a, 1] = pa0 * j01 + pa1 * j11 + pa2 * j21
+        R[i, a, 2] = pa0 * j02 + pa1 * j12 + pa2 * j22
+
+
 
 
 @njit(**_NO_NRT)
@@ -458,10 +465,9 @@ def mass_and_bias(km, q, v, M, b, ws):
 @njit(**_NO_NRT)
 def forward_dynamics(km, q, v, tau, a, ws):
     """a (nv,) = M(q)^-1 (tau - b(q, v)): accelerations under generalized forces tau (Pinocchio's
-    velocity coordinates and units, zero gravity), by the articulated-body algorithm."""
-    R, p = ws[0], ws[1]
-    forward_kinematics(km, q, R, p)
-    aba(km, R, p, v, tau, a, ws)
+    velocity coordinates and units, zero gravity), by the articulated-body algorithm. Leaves
+    the forward kinematics at q in ws[0], ws[1] (R, p)."""
+    aba(km, q, v, tau, a, ws)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,12 +530,13 @@ def _shift_add_to_parent(r, I, Ip, W):
 
 
 @njit(**_NO_NRT)
-def aba(km, R, p, v, tau, a, ws):
-    """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) for the placements R, p of configuration q,
-    by the articulated-body algorithm (Pinocchio's ``aba``, the same three passes; see above for
-    the frames)."""
+def aba(km, q, v, tau, a, ws):
+    """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) at configuration q, by the articulated-body
+    algorithm (Pinocchio's ``aba``, the same three passes; see above for the frames). The forward
+    kinematics runs in the first pass: R, p = ws[0], ws[1] hold it afterwards."""
     jint, axis, mass, hh, Ibar = km[0], km[3], km[4], km[5], km[6]
     n = jint.shape[0]
+    R, p = ws[0], ws[1]
     V, A, F, Ia, Ud = ws[2], ws[3], ws[4], ws[11], ws[12]
     hb, Ib = ws[7], ws[8]  # CRBA's composite-inertia scratch: each body's inertia in base axes
     bR, r, u = ws[24], ws[25], ws[26]
@@ -540,6 +547,8 @@ def aba(km, R, p, v, tau, a, ws):
     for i in range(n):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         Vi = V[i]
+        # in the loop that uses it: the sines and cosines overlap with the previous body's work
+        _joint_placement(km, q, i, R, p)
         if par < 0:  # the base, in its own frame: V = S qdot, c = V x V = 0
             _joint_velocity(kind, iv, axis[i], v, Vi)
             for e in range(3):
