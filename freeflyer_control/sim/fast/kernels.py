@@ -547,50 +547,55 @@ def forward_dynamics(km, q, v, tau, a, ws):
 # ``aba``): O(n), against CRBA + RNEA + a dense Cholesky. Only the base joint, always the root
 # (kernel_model checks), has more than one DOF; its articulated inertia is solved, not propagated.
 # In base axes (see above): an articulated inertia passes to its parent by a shift of origin.
+# Articulated inertias are symmetric: Ia[i] holds the lower triangle (row >= column) only, the
+# other half is neither read nor written (the 6x6 updates, a third of the pass's memory traffic).
 
 
 @njit(inline="always", **_JIT)
-def _rigid_matrix(m, h, Ib, out):
-    """out (6, 6) = the rigid inertia (mass m, first moment h, Ib about the origin) on
-    [linear; angular] motions: [[m 1, -h^], [h^, Ib]]."""
+def _sym(I, a, b):
+    """I[a, b] of a symmetric matrix of which only the lower triangle is stored."""
+    return I[a, b] if a >= b else I[b, a]
+
+
+@njit(inline="always", **_JIT)
+def _rigid_lower(m, h, Ib, out):
+    """out (6, 6), lower triangle = the rigid inertia (mass m, kg; first moment h, kg m; Ib about
+    the origin, kg m^2) on [linear; angular] motions: [[m 1, -h^], [h^, Ib]]."""
     h0, h1, h2 = h[0], h[1], h[2]
+    out[0, 0], out[1, 0], out[1, 1], out[2, 0], out[2, 1], out[2, 2] = m, 0.0, m, 0.0, 0.0, m
+    out[3, 0], out[3, 1], out[3, 2] = 0.0, -h2, h1
+    out[4, 0], out[4, 1], out[4, 2] = h2, 0.0, -h0
+    out[5, 0], out[5, 1], out[5, 2] = -h1, h0, 0.0
     for a in range(3):
-        for b in range(3):
-            out[a, b] = m if a == b else 0.0
+        for b in range(a + 1):
             out[3 + a, 3 + b] = Ib[a, b]
-    out[0, 3], out[0, 4], out[0, 5] = 0.0, h2, -h1
-    out[1, 3], out[1, 4], out[1, 5] = -h2, 0.0, h0
-    out[2, 3], out[2, 4], out[2, 5] = h1, -h0, 0.0
-    for a in range(3):
-        for b in range(3):
-            out[3 + a, b] = out[b, 3 + a]
 
 
 @njit(inline="always", **_JIT)
 def _shift_add_to_parent(r, I, Ip, W):
     """Ip += X^T I X, X the translation of the origin by r (the body's origin in the parent's,
-    same axes, m): a symmetric 6x6 inertia about the body's origin, added about the parent's
-    (W: (6, 6) scratch).
+    same axes, m): a symmetric 6x6 inertia about the body's origin, added about the parent's;
+    lower triangles of I and Ip (W: (6, 3) scratch).
 
     With I = [[A, B], [B^T, C]], K = r^ A, G = r^ B: [[A, B + K^T], [., C + G + G^T + r^ K^T]].
     """
     rx, ry, rz = r[0], r[1], r[2]
     for c in range(3):  # W[0:3, c] = K[:, c] = r x A[:, c], W[3:6, c] = G[:, c] = r x B[:, c]
-        for b in range(0, 6, 3):
-            x, y, z = I[0, b + c], I[1, b + c], I[2, b + c]
-            W[b, c], W[b + 1, c], W[b + 2, c] = ry * z - rz * y, rz * x - rx * z, rx * y - ry * x
+        x, y, z = I[c, 0], _sym(I, 1, c), I[2, c]
+        W[0, c], W[1, c], W[2, c] = ry * z - rz * y, rz * x - rx * z, rx * y - ry * x
+        x, y, z = I[3 + c, 0], I[3 + c, 1], I[3 + c, 2]  # B[:, c], stored as row c of B^T
+        W[3, c], W[4, c], W[5, c] = ry * z - rz * y, rz * x - rx * z, rx * y - ry * x
     for a in range(3):
+        for b in range(a + 1):
+            Ip[a, b] += I[a, b]
         for c in range(3):
-            Ip[a, c] += I[a, c]
-            e = I[a, 3 + c] + W[c, a]
-            Ip[a, 3 + c] += e
-            Ip[3 + c, a] += e
+            Ip[3 + c, a] += I[3 + c, a] + W[c, a]
     for a in range(3):
-        # (r^ K^T)[:, a] = r x K[a, :]
-        ux, uy, uz = W[a, 0], W[a, 1], W[a, 2]
-        rk = (ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux)
-        for c in range(3):
-            Ip[3 + c, 3 + a] += I[3 + c, 3 + a] + W[3 + c, a] + W[3 + a, c] + rk[c]
+        for b in range(a + 1):
+            # (r^ K^T)[a, b] = (r x K[b, :])[a]
+            kx, ky, kz = W[b, 0], W[b, 1], W[b, 2]
+            rk = (ry * kz - rz * ky, rz * kx - rx * kz, rx * ky - ry * kx)[a]
+            Ip[3 + a, 3 + b] += I[3 + a, 3 + b] + W[3 + a, b] + W[3 + b, a] + rk
 
 
 @njit(**_NO_NRT)
@@ -622,7 +627,7 @@ def aba(km, q, v, tau, a, ws):
             for k in range(6):
                 Vi[k] += vJ[k]
             _motion_cross(Vi, vJ, A[i])
-        _rigid_matrix(mass[i], hb[i], Ib[i], Ia[i])
+        _rigid_lower(mass[i], hb[i], Ib[i], Ia[i])
         _inertia_apply(mass[i], hb[i], Ib[i], Vi, g)
         _force_cross(Vi, g, F[i])
     # 2: articulated inertias and bias forces, leaves to root; per 1-DOF joint
@@ -636,22 +641,19 @@ def aba(km, q, v, tau, a, ws):
         off = 0 if kind == PRISMATIC else 3
         u0, u1, u2 = u[i, 0], u[i, 1], u[i, 2]
         for e in range(6):
-            U[e] = Ii[e, off] * u0 + Ii[e, off + 1] * u1 + Ii[e, off + 2] * u2
+            U[e] = _sym(Ii, e, off) * u0 + _sym(Ii, e, off + 1) * u1 + _sym(Ii, e, off + 2) * u2
         dinv = 1.0 / (U[off] * u0 + U[off + 1] * u1 + U[off + 2] * u2)
         ut = tau[iv] - (pA[off] * u0 + pA[off + 1] * u1 + pA[off + 2] * u2)
         U[6], U[7] = dinv, ut
-        for e in range(6):  # Ii -= U U^T / d, symmetric: one triangle, mirrored
+        for e in range(6):  # Ii -= U U^T / d
             w = U[e] * dinv
-            Ii[e, e] -= w * U[e]
-            for c in range(e + 1, 6):
-                x = w * U[c]
-                Ii[e, c] -= x
-                Ii[c, e] -= x
+            for c in range(e + 1):
+                Ii[e, c] -= w * U[c]
         ud = ut * dinv
         for e in range(6):
             x = pA[e] + U[e] * ud
             for c in range(6):
-                x += Ii[e, c] * ci[c]
+                x += _sym(Ii, e, c) * ci[c]
             pa[e] = x
         _shift_force_add(r, i, pa, F[par])
         _shift_add_to_parent(r[i], Ii, Ia[par], W)
@@ -686,18 +688,18 @@ def _base_row(kind, k):
 @njit(inline="always", **_JIT)
 def _root_acceleration(kind, iv, Ia, pA, tau, Ai, a, Dr):
     """The base joint's rates: S^T Ia S qdd = tau - S^T pA, then Ai = S qdd (the base's
-    velocity-product acceleration V x (S qdot) = V x V is zero)."""
+    velocity-product acceleration V x (S qdot) = V x V is zero; Ia: its lower triangle)."""
     nvj = 6 if kind == FREEFLYER else 3
     x = Dr[2, 0]
     for k in range(nvj):
         x[k] = tau[iv + k] - pA[_base_row(kind, k)]
     L = Dr[1, :nvj, :nvj]
-    if kind == FREEFLYER:  # S = 1: Ia itself, no copy (cholesky reads its lower triangle)
+    if kind == FREEFLYER:  # S = 1: Ia itself, no copy (its lower triangle, what cholesky reads)
         ok = cholesky(Ia, L)
     else:
         D = Dr[0, :nvj, :nvj]
-        for k in range(nvj):
-            for m in range(nvj):
+        for k in range(nvj):  # the lower triangle: the rows increase with k
+            for m in range(k + 1):
                 D[k, m] = Ia[_base_row(kind, k), _base_row(kind, m)]
         ok = cholesky(D, L)
     if not ok:
