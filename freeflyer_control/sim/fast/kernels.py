@@ -572,30 +572,69 @@ def _rigid_lower(m, h, Ib, out):
 
 
 @njit(inline="always", **_JIT)
-def _shift_add_to_parent(r, I, Ip, W):
-    """Ip += X^T I X, X the translation of the origin by r (the body's origin in the parent's,
-    same axes, m): a symmetric 6x6 inertia about the body's origin, added about the parent's;
-    lower triangles of I and Ip (W: (6, 3) scratch).
+def _articulated_to_parent(r, i, I, U, dinv, ud, pA, c, Ip, Fp):
+    """Body i's articulated inertia I and bias force pA, projected across its joint
+    (Ia_A = I - U U^T / d, pa = pA + Ia_A c + U u / d) and added to its parent's about the
+    parent's origin (r[i] from it, same axes, m): Ip += X^T Ia_A X, Fp += X^T pa, X the
+    translation. I, Ip: lower triangles. Every operand in a local: no store can force a reload.
 
-    With I = [[A, B], [B^T, C]], K = r^ A, G = r^ B: [[A, B + K^T], [., C + G + G^T + r^ K^T]].
+    With Ia_A = [[A, B], [B^T, C]], K = r^ A, G = r^ B:
+    X^T Ia_A X = [[A, B + K^T], [., C + G + G^T + r^ K^T]].
     """
-    rx, ry, rz = r[0], r[1], r[2]
-    for c in range(3):  # W[0:3, c] = K[:, c] = r x A[:, c], W[3:6, c] = G[:, c] = r x B[:, c]
-        x, y, z = I[c, 0], _sym(I, 1, c), I[2, c]
-        W[0, c], W[1, c], W[2, c] = ry * z - rz * y, rz * x - rx * z, rx * y - ry * x
-        x, y, z = I[3 + c, 0], I[3 + c, 1], I[3 + c, 2]  # B[:, c], stored as row c of B^T
-        W[3, c], W[4, c], W[5, c] = ry * z - rz * y, rz * x - rx * z, rx * y - ry * x
-    for a in range(3):
-        for b in range(a + 1):
-            Ip[a, b] += I[a, b]
-        for c in range(3):
-            Ip[3 + c, a] += I[3 + c, a] + W[c, a]
-    for a in range(3):
-        for b in range(a + 1):
-            # (r^ K^T)[a, b] = (r x K[b, :])[a]
-            kx, ky, kz = W[b, 0], W[b, 1], W[b, 2]
-            rk = (ry * kz - rz * ky, rz * kx - rx * kz, rx * ky - ry * kx)[a]
-            Ip[3 + a, 3 + b] += I[3 + a, 3 + b] + W[3 + a, b] + W[3 + b, a] + rk
+    rx, ry, rz = r[i, 0], r[i, 1], r[i, 2]
+    u0, u1, u2, u3, u4, u5 = U[0], U[1], U[2], U[3], U[4], U[5]
+    w0, w1, w2, w3, w4, w5 = u0 * dinv, u1 * dinv, u2 * dinv, u3 * dinv, u4 * dinv, u5 * dinv
+    a00, a10, a11 = I[0, 0] - w0 * u0, I[1, 0] - w1 * u0, I[1, 1] - w1 * u1
+    a20, a21, a22 = I[2, 0] - w2 * u0, I[2, 1] - w2 * u1, I[2, 2] - w2 * u2
+    # B[a, c] = bac, stored as I[3 + c, a]
+    b00, b10, b20 = I[3, 0] - w3 * u0, I[3, 1] - w3 * u1, I[3, 2] - w3 * u2
+    b01, b11, b21 = I[4, 0] - w4 * u0, I[4, 1] - w4 * u1, I[4, 2] - w4 * u2
+    b02, b12, b22 = I[5, 0] - w5 * u0, I[5, 1] - w5 * u1, I[5, 2] - w5 * u2
+    c00, c10, c11 = I[3, 3] - w3 * u3, I[4, 3] - w4 * u3, I[4, 4] - w4 * u4
+    c20, c21, c22 = I[5, 3] - w5 * u3, I[5, 4] - w5 * u4, I[5, 5] - w5 * u5
+    v0, v1, v2, v3, v4, v5 = c[0], c[1], c[2], c[3], c[4], c[5]
+    p0 = pA[0] + u0 * ud + (a00 * v0 + a10 * v1 + a20 * v2 + b00 * v3 + b01 * v4 + b02 * v5)
+    p1 = pA[1] + u1 * ud + (a10 * v0 + a11 * v1 + a21 * v2 + b10 * v3 + b11 * v4 + b12 * v5)
+    p2 = pA[2] + u2 * ud + (a20 * v0 + a21 * v1 + a22 * v2 + b20 * v3 + b21 * v4 + b22 * v5)
+    p3 = pA[3] + u3 * ud + (b00 * v0 + b10 * v1 + b20 * v2 + c00 * v3 + c10 * v4 + c20 * v5)
+    p4 = pA[4] + u4 * ud + (b01 * v0 + b11 * v1 + b21 * v2 + c10 * v3 + c11 * v4 + c21 * v5)
+    p5 = pA[5] + u5 * ud + (b02 * v0 + b12 * v1 + b22 * v2 + c20 * v3 + c21 * v4 + c22 * v5)
+    Fp[0] += p0
+    Fp[1] += p1
+    Fp[2] += p2
+    Fp[3] += p3 + (ry * p2 - rz * p1)
+    Fp[4] += p4 + (rz * p0 - rx * p2)
+    Fp[5] += p5 + (rx * p1 - ry * p0)
+    # K[:, c] = r x A[:, c], G[:, c] = r x B[:, c]
+    k00, k10, k20 = ry * a20 - rz * a10, rz * a00 - rx * a20, rx * a10 - ry * a00
+    k01, k11, k21 = ry * a21 - rz * a11, rz * a10 - rx * a21, rx * a11 - ry * a10
+    k02, k12, k22 = ry * a22 - rz * a21, rz * a20 - rx * a22, rx * a21 - ry * a20
+    g00, g10, g20 = ry * b20 - rz * b10, rz * b00 - rx * b20, rx * b10 - ry * b00
+    g01, g11, g21 = ry * b21 - rz * b11, rz * b01 - rx * b21, rx * b11 - ry * b01
+    g02, g12, g22 = ry * b22 - rz * b12, rz * b02 - rx * b22, rx * b12 - ry * b02
+    Ip[0, 0] += a00
+    Ip[1, 0] += a10
+    Ip[1, 1] += a11
+    Ip[2, 0] += a20
+    Ip[2, 1] += a21
+    Ip[2, 2] += a22
+    # B + K^T, stored transposed: Ip[3 + c, a] += B[a, c] + K[c, a]
+    Ip[3, 0] += b00 + k00
+    Ip[3, 1] += b10 + k01
+    Ip[3, 2] += b20 + k02
+    Ip[4, 0] += b01 + k10
+    Ip[4, 1] += b11 + k11
+    Ip[4, 2] += b21 + k12
+    Ip[5, 0] += b02 + k20
+    Ip[5, 1] += b12 + k21
+    Ip[5, 2] += b22 + k22
+    # C + G + G^T + r^ K^T, (r^ K^T)[a, b] = (r x K[b, :])[a]
+    Ip[3, 3] += c00 + g00 + g00 + (ry * k02 - rz * k01)
+    Ip[4, 3] += c10 + g10 + g01 + (rz * k00 - rx * k02)
+    Ip[4, 4] += c11 + g11 + g11 + (rz * k10 - rx * k12)
+    Ip[5, 3] += c20 + g20 + g02 + (rx * k01 - ry * k00)
+    Ip[5, 4] += c21 + g21 + g12 + (rx * k11 - ry * k10)
+    Ip[5, 5] += c22 + g22 + g22 + (rx * k21 - ry * k20)
 
 
 @njit(**_NO_NRT)
@@ -608,7 +647,7 @@ def aba(km, q, v, tau, a, ws):
     R, p = ws[0], ws[1]
     V, A, F, Ia, Ud = ws[2], ws[3], ws[4], ws[11], ws[12]
     r, u, hb, Ib = ws[25], ws[26], ws[27], ws[28]
-    vJ, g, pa, W = ws[5][0], ws[5][1], ws[5][3], ws[13][3]
+    vJ, g = ws[5][0], ws[5][1]
     # 1: placements and base-axes frames; velocities V, velocity-product accelerations
     # c = V x (S qdot) (in A), rigid inertias (in Ia), bias forces pA = V x* (I V) (in F)
     for i in range(n):
@@ -645,18 +684,7 @@ def aba(km, q, v, tau, a, ws):
         dinv = 1.0 / (U[off] * u0 + U[off + 1] * u1 + U[off + 2] * u2)
         ut = tau[iv] - (pA[off] * u0 + pA[off + 1] * u1 + pA[off + 2] * u2)
         U[6], U[7] = dinv, ut
-        for e in range(6):  # Ii -= U U^T / d
-            w = U[e] * dinv
-            for c in range(e + 1):
-                Ii[e, c] -= w * U[c]
-        ud = ut * dinv
-        for e in range(6):
-            x = pA[e] + U[e] * ud
-            for c in range(6):
-                x += _sym(Ii, e, c) * ci[c]
-            pa[e] = x
-        _shift_force_add(r, i, pa, F[par])
-        _shift_add_to_parent(r[i], Ii, Ia[par], W)
+        _articulated_to_parent(r, i, Ii, U, dinv, ut * dinv, pA, ci, Ia[par], F[par])
     # 3: accelerations, root to leaves
     for i in range(n):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
