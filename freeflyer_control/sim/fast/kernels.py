@@ -190,19 +190,39 @@ def _motion_to_child(R, p, i, m, out):
 
 
 @njit(inline="always", **_JIT)
-def _inertia_apply(m, h, Ib, v, out):
-    """out = I v for the rigid inertia (m, first moment h, rotational inertia Ib about the origin)."""
-    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+def _inertia_times(m, h, Ib, vx, vy, vz, wx, wy, wz):
+    """I v as a tuple, for the rigid inertia (m, first moment h, rotational inertia Ib about the
+    origin) and the motion v = (vx, vy, vz, wx, wy, wz)."""
     h0, h1, h2 = h[0], h[1], h[2]
     i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
     i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
     i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
-    out[0] = m * vx - (h1 * wz - h2 * wy)
-    out[1] = m * vy - (h2 * wx - h0 * wz)
-    out[2] = m * vz - (h0 * wy - h1 * wx)
-    out[3] = (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy)
-    out[4] = (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz)
-    out[5] = (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx)
+    return (m * vx - (h1 * wz - h2 * wy),
+            m * vy - (h2 * wx - h0 * wz),
+            m * vz - (h0 * wy - h1 * wx),
+            (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy),
+            (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz),
+            (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx))
+
+
+@njit(inline="always", **_JIT)
+def _inertia_apply(m, h, Ib, v, out):
+    """out = I v for the rigid inertia (m, first moment h, rotational inertia Ib about the origin)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = _inertia_times(m, h, Ib, v[0], v[1], v[2], v[3], v[4], v[5])
+
+
+@njit(inline="always", **_JIT)
+def _bias_force(m, h, Ib, v, out):
+    """out = v x* (I v): the rate of change of a rigid body's momentum I v at motion v, on
+    locals (no round trip of I v through memory)."""
+    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    g0, g1, g2, g3, g4, g5 = _inertia_times(m, h, Ib, vx, vy, vz, wx, wy, wz)
+    out[0] = wy * g2 - wz * g1
+    out[1] = wz * g0 - wx * g2
+    out[2] = wx * g1 - wy * g0
+    out[3] = wy * g5 - wz * g4 + vy * g2 - vz * g1
+    out[4] = wz * g3 - wx * g5 + vz * g0 - vx * g2
+    out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
 
 
 @njit(inline="always", **_JIT)
@@ -216,19 +236,6 @@ def _motion_cross(m, n, out):
     out[3] = wy * j5 - wz * j4
     out[4] = wz * j3 - wx * j5
     out[5] = wx * j4 - wy * j3
-
-
-@njit(inline="always", **_JIT)
-def _force_cross(m, f, out):
-    """out = m x* f, the cross product of a motion and a force [linear; angular]."""
-    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
-    g0, g1, g2, g3, g4, g5 = f[0], f[1], f[2], f[3], f[4], f[5]
-    out[0] = wy * g2 - wz * g1
-    out[1] = wz * g0 - wx * g2
-    out[2] = wx * g1 - wy * g0
-    out[3] = wy * g5 - wz * g4 + vy * g2 - vz * g1
-    out[4] = wz * g3 - wx * g5 + vz * g0 - vx * g2
-    out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +363,7 @@ def rnea_base_axes(km, v, a, tau, ws):
     n = jint.shape[0]
     V, A, F = ws[2], ws[3], ws[4]
     r, u, hb, Ib = ws[25], ws[26], ws[27], ws[28]
-    vJ, aJ, c, g = ws[5][0], ws[5][1], ws[5][2], ws[5][3]
+    vJ, aJ, c = ws[5][0], ws[5][1], ws[5][2]
     for i in range(n):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_velocity(kind, iv, u[i], v, vJ)
@@ -377,8 +384,7 @@ def rnea_base_axes(km, v, a, tau, ws):
             Ai[k] += c[k]
         # f = I a + v x* (I v)
         Fi = F[i]
-        _inertia_apply(mass[i], hb[i], Ib[i], Vi, g)
-        _force_cross(Vi, g, Fi)
+        _bias_force(mass[i], hb[i], Ib[i], Vi, Fi)
         _inertia_apply(mass[i], hb[i], Ib[i], Ai, c)
         for k in range(6):
             Fi[k] = c[k] + Fi[k]
@@ -667,8 +673,7 @@ def aba(km, q, v, tau, a, ws):
                 Vi[k] += vJ[k]
             _motion_cross(Vi, vJ, A[i])
         _rigid_lower(mass[i], hb[i], Ib[i], Ia[i])
-        _inertia_apply(mass[i], hb[i], Ib[i], Vi, g)
-        _force_cross(Vi, g, F[i])
+        _bias_force(mass[i], hb[i], Ib[i], Vi, F[i])
     # 2: articulated inertias and bias forces, leaves to root; per 1-DOF joint
     # Ud[i] = (U = Ia S, 1 / (S^T U), tau - S^T pA)
     for i in range(n - 1, -1, -1):
