@@ -140,19 +140,20 @@ def world_placements(km, R, p, oR, op):
 @njit(inline="always", **_JIT)
 def _joint_velocity(kind, iv, ax, v, out):
     """out (6,) = S qdot of a joint (joint frame)."""
-    for k in range(6):
-        out[k] = 0.0
+    out[0], out[1], out[2], out[3], out[4], out[5] = _joint_motion(kind, iv, ax, v)
+
+
+@njit(inline="always", **_JIT)
+def _joint_motion(kind, iv, ax, v):
+    """S qdot of a joint (the frame of its axis ax), as a tuple [linear; angular]."""
     if kind == FREEFLYER:
-        for k in range(6):
-            out[k] = v[iv + k]
-    elif kind == PLANAR:
-        out[0], out[1], out[5] = v[iv], v[iv + 1], v[iv + 2]
-    elif kind == PRISMATIC:
-        for k in range(3):
-            out[k] = ax[k] * v[iv]
-    else:
-        for k in range(3):
-            out[3 + k] = ax[k] * v[iv]
+        return v[iv], v[iv + 1], v[iv + 2], v[iv + 3], v[iv + 4], v[iv + 5]
+    if kind == PLANAR:
+        return v[iv], v[iv + 1], 0.0, 0.0, 0.0, v[iv + 2]
+    qd = v[iv]
+    if kind == PRISMATIC:
+        return ax[0] * qd, ax[1] * qd, ax[2] * qd, 0.0, 0.0, 0.0
+    return 0.0, 0.0, 0.0, ax[0] * qd, ax[1] * qd, ax[2] * qd
 
 
 @njit(inline="always", **_JIT)
@@ -190,52 +191,62 @@ def _motion_to_child(R, p, i, m, out):
 
 
 @njit(inline="always", **_JIT)
-def _inertia_times(m, h, Ib, vx, vy, vz, wx, wy, wz):
-    """I v as a tuple, for the rigid inertia (m, first moment h, rotational inertia Ib about the
-    origin) and the motion v = (vx, vy, vz, wx, wy, wz)."""
-    h0, h1, h2 = h[0], h[1], h[2]
-    i00, i01, i02 = Ib[0, 0], Ib[0, 1], Ib[0, 2]
-    i10, i11, i12 = Ib[1, 0], Ib[1, 1], Ib[1, 2]
-    i20, i21, i22 = Ib[2, 0], Ib[2, 1], Ib[2, 2]
+def _inertia_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy, wz):
+    """I v as a tuple, for the rigid inertia of mass m, first moment h and symmetric rotational
+    inertia (i00 .. i22) about the origin, and the motion v = (vx, vy, vz, wx, wy, wz)."""
     return (m * vx - (h1 * wz - h2 * wy),
             m * vy - (h2 * wx - h0 * wz),
             m * vz - (h0 * wy - h1 * wx),
             (i00 * wx + i01 * wy + i02 * wz) + (h1 * vz - h2 * vy),
-            (i10 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz),
-            (i20 * wx + i21 * wy + i22 * wz) + (h0 * vy - h1 * vx))
+            (i01 * wx + i11 * wy + i12 * wz) + (h2 * vx - h0 * vz),
+            (i02 * wx + i12 * wy + i22 * wz) + (h0 * vy - h1 * vx))
 
 
 @njit(inline="always", **_JIT)
 def _inertia_apply(m, h, Ib, v, out):
     """out = I v for the rigid inertia (m, first moment h, rotational inertia Ib about the origin)."""
-    out[0], out[1], out[2], out[3], out[4], out[5] = _inertia_times(m, h, Ib, v[0], v[1], v[2], v[3], v[4], v[5])
+    out[0], out[1], out[2], out[3], out[4], out[5] = _inertia_times(
+        m, h[0], h[1], h[2], Ib[0, 0], Ib[0, 1], Ib[0, 2], Ib[1, 1], Ib[1, 2], Ib[2, 2],
+        v[0], v[1], v[2], v[3], v[4], v[5])
+
+
+@njit(inline="always", **_JIT)
+def _bias_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy, wz):
+    """v x* (I v) as a tuple: the rate of change of a rigid body's momentum I v at motion v
+    (arguments as :func:`_inertia_times`)."""
+    g0, g1, g2, g3, g4, g5 = _inertia_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy, wz)
+    return (wy * g2 - wz * g1,
+            wz * g0 - wx * g2,
+            wx * g1 - wy * g0,
+            wy * g5 - wz * g4 + vy * g2 - vz * g1,
+            wz * g3 - wx * g5 + vz * g0 - vx * g2,
+            wx * g4 - wy * g3 + vx * g1 - vy * g0)
 
 
 @njit(inline="always", **_JIT)
 def _bias_force(m, h, Ib, v, out):
-    """out = v x* (I v): the rate of change of a rigid body's momentum I v at motion v, on
-    locals (no round trip of I v through memory)."""
-    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
-    g0, g1, g2, g3, g4, g5 = _inertia_times(m, h, Ib, vx, vy, vz, wx, wy, wz)
-    out[0] = wy * g2 - wz * g1
-    out[1] = wz * g0 - wx * g2
-    out[2] = wx * g1 - wy * g0
-    out[3] = wy * g5 - wz * g4 + vy * g2 - vz * g1
-    out[4] = wz * g3 - wx * g5 + vz * g0 - vx * g2
-    out[5] = wx * g4 - wy * g3 + vx * g1 - vy * g0
+    """out = v x* (I v) (:func:`_bias_times`) for arrays h, Ib, v."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = _bias_times(
+        m, h[0], h[1], h[2], Ib[0, 0], Ib[0, 1], Ib[0, 2], Ib[1, 1], Ib[1, 2], Ib[2, 2],
+        v[0], v[1], v[2], v[3], v[4], v[5])
 
 
 @njit(inline="always", **_JIT)
 def _motion_cross(m, n, out):
     """out = m x n, the cross product of two motions [linear; angular]."""
-    vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
-    j0, j1, j2, j3, j4, j5 = n[0], n[1], n[2], n[3], n[4], n[5]
-    out[0] = wy * j2 - wz * j1 + vy * j5 - vz * j4
-    out[1] = wz * j0 - wx * j2 + vz * j3 - vx * j5
-    out[2] = wx * j1 - wy * j0 + vx * j4 - vy * j3
-    out[3] = wy * j5 - wz * j4
-    out[4] = wz * j3 - wx * j5
-    out[5] = wx * j4 - wy * j3
+    out[0], out[1], out[2], out[3], out[4], out[5] = _motion_cross_times(
+        m[0], m[1], m[2], m[3], m[4], m[5], n[0], n[1], n[2], n[3], n[4], n[5])
+
+
+@njit(inline="always", **_JIT)
+def _motion_cross_times(vx, vy, vz, wx, wy, wz, j0, j1, j2, j3, j4, j5):
+    """(v, w) x (j0 .. j5), the cross product of two motions [linear; angular], as a tuple."""
+    return (wy * j2 - wz * j1 + vy * j5 - vz * j4,
+            wz * j0 - wx * j2 + vz * j3 - vx * j5,
+            wx * j1 - wy * j0 + vx * j4 - vy * j3,
+            wy * j5 - wz * j4,
+            wz * j3 - wx * j5,
+            wx * j4 - wy * j3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,17 +264,14 @@ def _motion_cross(m, n, out):
 
 
 @njit(inline="always", **_JIT)
-def _rigid_rotate(R, i, h, Ib, ho, Io):
-    """ho (3,) = R[i] h, Io (3, 3) = R[i] Ib R[i]^T: a rigid body's first moment (kg m) and
-    rotational inertia (kg m^2) about its origin, from its own axes into those of a frame F
-    (R[i]: F <- body)."""
+def _rigid_rotated(R, i, h, Ib):
+    """(R[i] h, R[i] Ib R[i]^T) as a tuple (h0, h1, h2, i00, i01, i02, i11, i12, i22): a rigid
+    body's first moment (kg m) and rotational inertia (kg m^2) about its origin, from its own
+    axes into those of a frame F (R[i]: F <- body)."""
     r00, r01, r02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
     r10, r11, r12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
     r20, r21, r22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
     h0, h1, h2 = h[0], h[1], h[2]
-    ho[0] = r00 * h0 + r01 * h1 + r02 * h2
-    ho[1] = r10 * h0 + r11 * h1 + r12 * h2
-    ho[2] = r20 * h0 + r21 * h1 + r22 * h2
     # T = R Ib, then T R^T: symmetric, one triangle
     t00 = r00 * Ib[0, 0] + r01 * Ib[1, 0] + r02 * Ib[2, 0]
     t01 = r00 * Ib[0, 1] + r01 * Ib[1, 1] + r02 * Ib[2, 1]
@@ -274,28 +282,29 @@ def _rigid_rotate(R, i, h, Ib, ho, Io):
     t20 = r20 * Ib[0, 0] + r21 * Ib[1, 0] + r22 * Ib[2, 0]
     t21 = r20 * Ib[0, 1] + r21 * Ib[1, 1] + r22 * Ib[2, 1]
     t22 = r20 * Ib[0, 2] + r21 * Ib[1, 2] + r22 * Ib[2, 2]
-    Io[0, 0] = t00 * r00 + t01 * r01 + t02 * r02
-    Io[1, 1] = t10 * r10 + t11 * r11 + t12 * r12
-    Io[2, 2] = t20 * r20 + t21 * r21 + t22 * r22
-    Io[0, 1] = Io[1, 0] = t00 * r10 + t01 * r11 + t02 * r12
-    Io[0, 2] = Io[2, 0] = t00 * r20 + t01 * r21 + t02 * r22
-    Io[1, 2] = Io[2, 1] = t10 * r20 + t11 * r21 + t12 * r22
+    return (r00 * h0 + r01 * h1 + r02 * h2,
+            r10 * h0 + r11 * h1 + r12 * h2,
+            r20 * h0 + r21 * h1 + r22 * h2,
+            t00 * r00 + t01 * r01 + t02 * r02,
+            t00 * r10 + t01 * r11 + t02 * r12,
+            t00 * r20 + t01 * r21 + t02 * r22,
+            t10 * r10 + t11 * r11 + t12 * r12,
+            t10 * r20 + t11 * r21 + t12 * r22,
+            t20 * r20 + t21 * r21 + t22 * r22)
 
 
 @njit(inline="always", **_JIT)
 def _base_axes(km, R, p, i, ws):
     """Body i's base-axes frame from the placements R, p (parent <- body): in ws, bR[i] (base
     <- body i), r[i] (its origin from its parent's, base axes, m), u[i] (its joint axis, base
-    axes), hb[i], Ib[i] (its first moment, kg m, and rotational inertia about its origin, kg m^2,
-    base axes). The base: its own frame."""
-    par, axis, hh, Ibar = km[0][i, 0], km[3], km[5], km[6]
-    bR, r, u, hb, Ib = ws[24], ws[25], ws[26], ws[27], ws[28]
+    axes). The base: its own frame."""
+    par, axis = km[0][i, 0], km[3]
+    bR, r, u = ws[24], ws[25], ws[26]
     if par < 0:
         for e in range(3):
-            r[i, e], u[i, e], hb[i, e] = 0.0, axis[i, e], hh[i, e]
+            r[i, e], u[i, e] = 0.0, axis[i, e]
             for c in range(3):
                 bR[i, e, c] = 1.0 if e == c else 0.0
-                Ib[i, e, c] = Ibar[i, e, c]
         return
     for e in range(3):
         b0, b1, b2 = bR[par, e, 0], bR[par, e, 1], bR[par, e, 2]
@@ -304,23 +313,36 @@ def _base_axes(km, R, p, i, ws):
             bR[i, e, c] = b0 * R[i, 0, c] + b1 * R[i, 1, c] + b2 * R[i, 2, c]
     for e in range(3):
         u[i, e] = bR[i, e, 0] * axis[i, 0] + bR[i, e, 1] * axis[i, 1] + bR[i, e, 2] * axis[i, 2]
-    _rigid_rotate(bR, i, hh[i], Ibar[i], hb[i], Ib[i])
+
+
+@njit(inline="always", **_JIT)
+def _base_inertia(km, i, ws):
+    """hb[i], Ib[i] in ws: body i's first moment (kg m) and rotational inertia about its origin
+    (kg m^2) in base axes (bR[i] from :func:`_base_axes`)."""
+    hb, Ib = ws[27], ws[28]
+    (hb[i, 0], hb[i, 1], hb[i, 2], Ib[i, 0, 0], Ib[i, 0, 1], Ib[i, 0, 2], Ib[i, 1, 1], Ib[i, 1, 2],
+     Ib[i, 2, 2]) = _rigid_rotated(ws[24], i, km[5][i], km[6][i])
+    Ib[i, 1, 0], Ib[i, 2, 0], Ib[i, 2, 1] = Ib[i, 0, 1], Ib[i, 0, 2], Ib[i, 1, 2]
 
 
 @njit(**_NO_NRT)
 def base_frames(km, R, p, ws):
-    """Every body's base-axes frame (:func:`_base_axes`) from the placements R, p."""
+    """Every body's base-axes frame and inertia (:func:`_base_axes`, :func:`_base_inertia`)
+    from the placements R, p."""
     for i in range(km[0].shape[0]):
         _base_axes(km, R, p, i, ws)
+        _base_inertia(km, i, ws)
 
 
 @njit(**_NO_NRT)
 def kinematics(km, q, ws):
-    """Forward kinematics at q (R, p = ws[0], ws[1]) and the base-axes frames, in one loop."""
+    """Forward kinematics at q (R, p = ws[0], ws[1]) and the base-axes frames and inertias, in
+    one loop."""
     R, p = ws[0], ws[1]
     for i in range(km[0].shape[0]):
         _joint_placement(km, q, i, R, p)
         _base_axes(km, R, p, i, ws)
+        _base_inertia(km, i, ws)
 
 
 @njit(inline="always", **_JIT)
@@ -564,17 +586,15 @@ def _sym(I, a, b):
 
 
 @njit(inline="always", **_JIT)
-def _rigid_lower(m, h, Ib, out):
-    """out (6, 6), lower triangle = the rigid inertia (mass m, kg; first moment h, kg m; Ib about
-    the origin, kg m^2) on [linear; angular] motions: [[m 1, -h^], [h^, Ib]]."""
-    h0, h1, h2 = h[0], h[1], h[2]
+def _rigid_lower(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, out):
+    """out (6, 6), lower triangle = the rigid inertia (mass m, kg; first moment h, kg m;
+    symmetric rotational inertia i00 .. i22 about the origin, kg m^2) on [linear; angular]
+    motions: [[m 1, -h^], [h^, Ib]]."""
     out[0, 0], out[1, 0], out[1, 1], out[2, 0], out[2, 1], out[2, 2] = m, 0.0, m, 0.0, 0.0, m
     out[3, 0], out[3, 1], out[3, 2] = 0.0, -h2, h1
     out[4, 0], out[4, 1], out[4, 2] = h2, 0.0, -h0
     out[5, 0], out[5, 1], out[5, 2] = -h1, h0, 0.0
-    for a in range(3):
-        for b in range(a + 1):
-            out[3 + a, 3 + b] = Ib[a, b]
+    out[3, 3], out[4, 3], out[4, 4], out[5, 3], out[5, 4], out[5, 5] = i00, i01, i11, i02, i12, i22
 
 
 @njit(inline="always", **_JIT)
@@ -648,12 +668,12 @@ def aba(km, q, v, tau, a, ws):
     """a (nv,) = M(q)^-1 (tau - b(q, v)) (zero gravity) at configuration q, by the articulated-body
     algorithm (Pinocchio's ``aba``, the same three passes, in base axes). The forward kinematics
     runs in the first pass: R, p = ws[0], ws[1] hold it afterwards."""
-    jint, mass = km[0], km[4]
+    jint, mass, hh, Ibar = km[0], km[4], km[5], km[6]
     n = jint.shape[0]
     R, p = ws[0], ws[1]
     V, A, F, Ia, Ud = ws[2], ws[3], ws[4], ws[11], ws[12]
-    r, u, hb, Ib = ws[25], ws[26], ws[27], ws[28]
-    vJ, g = ws[5][0], ws[5][1]
+    bR, r, u = ws[24], ws[25], ws[26]
+    g = ws[5][1]
     # 1: placements and base-axes frames; velocities V, velocity-product accelerations
     # c = V x (S qdot) (in A), rigid inertias (in Ia), bias forces pA = V x* (I V) (in F)
     for i in range(n):
@@ -661,19 +681,27 @@ def aba(km, q, v, tau, a, ws):
         # in the loop that uses them: the sines and cosines overlap with the previous body's work
         _joint_placement(km, q, i, R, p)
         _base_axes(km, R, p, i, ws)
-        Vi = V[i]
+        j0, j1, j2, j3, j4, j5 = _joint_motion(kind, iv, u[i], v)
+        Vi, Ai = V[i], A[i]
         if par < 0:  # the base: V = S qdot, c = V x V = 0
-            _joint_velocity(kind, iv, u[i], v, Vi)
-            for k in range(6):
-                A[i, k] = 0.0
-        else:
-            _joint_velocity(kind, iv, u[i], v, vJ)
-            _shift_motion(r, i, V[par], Vi)
-            for k in range(6):
-                Vi[k] += vJ[k]
-            _motion_cross(Vi, vJ, A[i])
-        _rigid_lower(mass[i], hb[i], Ib[i], Ia[i])
-        _bias_force(mass[i], hb[i], Ib[i], Vi, F[i])
+            vx, vy, vz, wx, wy, wz = j0, j1, j2, j3, j4, j5
+            Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        else:  # V = X V_parent + S qdot, X the shift by r: the linear part gains w x r
+            rx, ry, rz = r[i, 0], r[i, 1], r[i, 2]
+            Vp = V[par]
+            px, py, pz = Vp[3], Vp[4], Vp[5]
+            vx = (Vp[0] + (py * rz - pz * ry)) + j0
+            vy = (Vp[1] + (pz * rx - px * rz)) + j1
+            vz = (Vp[2] + (px * ry - py * rx)) + j2
+            wx, wy, wz = px + j3, py + j4, pz + j5
+            Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = _motion_cross_times(vx, vy, vz, wx, wy, wz,
+                                                                           j0, j1, j2, j3, j4, j5)
+        Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5] = vx, vy, vz, wx, wy, wz
+        m = mass[i]
+        h0, h1, h2, i00, i01, i02, i11, i12, i22 = _rigid_rotated(bR, i, hh[i], Ibar[i])
+        _rigid_lower(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, Ia[i])
+        F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5] = _bias_times(
+            m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy, wz)
     # 2: articulated inertias and bias forces, leaves to root; per 1-DOF joint
     # Ud[i] = (U = Ia S, 1 / (S^T U), tau - S^T pA)
     for i in range(n - 1, -1, -1):
