@@ -224,14 +224,6 @@ def _bias_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy,
 
 
 @njit(inline="always", **_JIT)
-def _bias_force(m, h, Ib, v, out):
-    """out = v x* (I v) (:func:`_bias_times`) for arrays h, Ib, v."""
-    out[0], out[1], out[2], out[3], out[4], out[5] = _bias_times(
-        m, h[0], h[1], h[2], Ib[0, 0], Ib[0, 1], Ib[0, 2], Ib[1, 1], Ib[1, 2], Ib[2, 2],
-        v[0], v[1], v[2], v[3], v[4], v[5])
-
-
-@njit(inline="always", **_JIT)
 def _motion_cross(m, n, out):
     """out = m x n, the cross product of two motions [linear; angular]."""
     out[0], out[1], out[2], out[3], out[4], out[5] = _motion_cross_times(
@@ -347,14 +339,18 @@ def kinematics(km, q, ws):
 
 @njit(inline="always", **_JIT)
 def _shift_motion(r, i, m, out):
-    """out = X m: a motion about the parent's origin, about body i's (r[i] from the parent's,
-    same axes, m): the linear part gains w x r."""
+    """out = X m (:func:`_shifted`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = _shifted(r, i, m)
+
+
+@njit(inline="always", **_JIT)
+def _shifted(r, i, m):
+    """X m as a tuple: a motion about the parent's origin, about body i's (r[i] from the
+    parent's, same axes, m): the linear part gains w x r."""
     rx, ry, rz = r[i, 0], r[i, 1], r[i, 2]
     wx, wy, wz = m[3], m[4], m[5]
-    out[0] = m[0] + (wy * rz - wz * ry)
-    out[1] = m[1] + (wz * rx - wx * rz)
-    out[2] = m[2] + (wx * ry - wy * rx)
-    out[3], out[4], out[5] = wx, wy, wz
+    return (m[0] + (wy * rz - wz * ry), m[1] + (wz * rx - wx * rz), m[2] + (wx * ry - wy * rx),
+            wx, wy, wz)
 
 
 @njit(inline="always", **_JIT)
@@ -385,31 +381,28 @@ def rnea_base_axes(km, v, a, tau, ws):
     n = jint.shape[0]
     V, A, F = ws[2], ws[3], ws[4]
     r, u, hb, Ib = ws[25], ws[26], ws[27], ws[28]
-    vJ, aJ, c = ws[5][0], ws[5][1], ws[5][2]
-    for i in range(n):
+    for i in range(n):  # on locals: no store can force a reload
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
-        _joint_velocity(kind, iv, u[i], v, vJ)
-        _joint_velocity(kind, iv, u[i], a, aJ)
-        Vi, Ai = V[i], A[i]
+        j0, j1, j2, j3, j4, j5 = _joint_motion(kind, iv, u[i], v)
+        a0, a1, a2, a3, a4, a5 = _joint_motion(kind, iv, u[i], a)
         if par >= 0:
-            _shift_motion(r, i, V[par], Vi)
-            _shift_motion(r, i, A[par], Ai)
-            for k in range(6):
-                Vi[k] += vJ[k]
-                Ai[k] += aJ[k]
+            s0, s1, s2, s3, s4, s5 = _shifted(r, i, V[par])
+            vx, vy, vz, wx, wy, wz = s0 + j0, s1 + j1, s2 + j2, s3 + j3, s4 + j4, s5 + j5
+            s0, s1, s2, s3, s4, s5 = _shifted(r, i, A[par])
+            a0, a1, a2, a3, a4, a5 = s0 + a0, s1 + a1, s2 + a2, s3 + a3, s4 + a4, s5 + a5
         else:
-            for k in range(6):
-                Vi[k] = vJ[k]
-                Ai[k] = aJ[k]
-        _motion_cross(Vi, vJ, c)
-        for k in range(6):
-            Ai[k] += c[k]
+            vx, vy, vz, wx, wy, wz = j0, j1, j2, j3, j4, j5
+        c0, c1, c2, c3, c4, c5 = _motion_cross_times(vx, vy, vz, wx, wy, wz, j0, j1, j2, j3, j4, j5)
+        a0, a1, a2, a3, a4, a5 = a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4, a5 + c5
+        V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5] = vx, vy, vz, wx, wy, wz
+        A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5] = a0, a1, a2, a3, a4, a5
         # f = I a + v x* (I v)
-        Fi = F[i]
-        _bias_force(mass[i], hb[i], Ib[i], Vi, Fi)
-        _inertia_apply(mass[i], hb[i], Ib[i], Ai, c)
-        for k in range(6):
-            Fi[k] = c[k] + Fi[k]
+        m, h, I = mass[i], hb[i], Ib[i]
+        h0, h1, h2 = h[0], h[1], h[2]
+        i00, i01, i02, i11, i12, i22 = I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2]
+        f0, f1, f2, f3, f4, f5 = _inertia_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, a0, a1, a2, a3, a4, a5)
+        b0, b1, b2, b3, b4, b5 = _bias_times(m, h0, h1, h2, i00, i01, i02, i11, i12, i22, vx, vy, vz, wx, wy, wz)
+        F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5] = f0 + b0, f1 + b1, f2 + b2, f3 + b3, f4 + b4, f5 + b5
     for i in range(n - 1, -1, -1):
         par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
         _joint_force(kind, iv, u[i], F[i], tau)
@@ -687,13 +680,8 @@ def aba(km, q, v, tau, a, ws):
             vx, vy, vz, wx, wy, wz = j0, j1, j2, j3, j4, j5
             Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
         else:  # V = X V_parent + S qdot, X the shift by r: the linear part gains w x r
-            rx, ry, rz = r[i, 0], r[i, 1], r[i, 2]
-            Vp = V[par]
-            px, py, pz = Vp[3], Vp[4], Vp[5]
-            vx = (Vp[0] + (py * rz - pz * ry)) + j0
-            vy = (Vp[1] + (pz * rx - px * rz)) + j1
-            vz = (Vp[2] + (px * ry - py * rx)) + j2
-            wx, wy, wz = px + j3, py + j4, pz + j5
+            s0, s1, s2, s3, s4, s5 = _shifted(r, i, V[par])
+            vx, vy, vz, wx, wy, wz = s0 + j0, s1 + j1, s2 + j2, s3 + j3, s4 + j4, s5 + j5
             Ai[0], Ai[1], Ai[2], Ai[3], Ai[4], Ai[5] = _motion_cross_times(vx, vy, vz, wx, wy, wz,
                                                                            j0, j1, j2, j3, j4, j5)
         Vi[0], Vi[1], Vi[2], Vi[3], Vi[4], Vi[5] = vx, vy, vz, wx, wy, wz
