@@ -1,9 +1,10 @@
 """numba-compiled rigid-body algorithms and plant step (zero gravity).
 
 Conventions are Pinocchio's (see :mod:`freeflyer_control.physics.state`): motions and forces
-are 6-vectors [linear; angular] in the body (joint) frame; a body's placement (R, p) maps its
-frame to its parent's (x_parent = R x + p). ``km`` is the tuple of
-:meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
+are 6-vectors [linear; angular]; q, v, tau are Pinocchio's coordinates; a body's placement
+(R, p) maps its frame to its parent's (x_parent = R x + p). Inside RNEA, CRBA and ABA, body i's
+quantities are in the base joint's axes about body i's joint origin (the "Base axes" section).
+``km`` is the tuple of :meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
 
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
 composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
