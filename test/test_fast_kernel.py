@@ -154,6 +154,67 @@ def test_plant_step_matches_python_plant(name, base_force):
         assert rel(bn, pin.nonLinearEffects(m, ff.create_data(), qn, vn)) < ROUND_OFF
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_crba_and_rnea_on_placements_computed_elsewhere_match_pinocchio(name):
+    """The resolved-rate reference's route (task_kernels): the placements of another configuration
+    in the caller's arrays, then crba / rnea, each building its own base-axes frames from them
+    (the workspace holds another state's frames beforehand)."""
+    ff = load(name)
+    m, data = ff.model, ff.create_data()
+    _, km, ws = kernel_setup(ff)
+    n = m.njoints - 1
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    M, b, tau = np.empty((m.nv, m.nv)), np.empty(m.nv), np.empty(m.nv)
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q, v = random_state(ff, rng)
+        acc = rng.normal(size=m.nv)
+        K.forward_kinematics(km, q, R, p)
+        K.mass_and_bias(km, *random_state(ff, rng), M, b, ws)
+        K.crba(km, R, p, M, ws)
+        assert rel(M, mass_matrix(ff, data, q)) < ROUND_OFF
+        K.mass_and_bias(km, *random_state(ff, rng), M, b, ws)
+        K.rnea(km, R, p, v, acc, tau, ws)
+        assert rel(tau, pin.rnea(m, data, q, v, acc)) < ROUND_OFF
+
+
+@pytest.mark.parametrize("name", ["spatial_6link", "dual_arm_planar", "every_kind"])
+def test_forward_dynamics_leaves_the_forward_kinematics_of_its_configuration_in_the_workspace(name):
+    """The kinematics runs inside the articulated-body algorithm's first pass: ws[0], ws[1]
+    afterwards are what forward_kinematics gives (the same code: bit for bit)."""
+    ff = load(name)
+    m = ff.model
+    _, km, ws = kernel_setup(ff)
+    n = m.njoints - 1
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q, v = random_state(ff, rng)
+        K.forward_dynamics(km, q, v, rng.normal(size=m.nv), np.empty(m.nv), ws)
+        K.forward_kinematics(km, q, R, p)
+        np.testing.assert_array_equal(ws[0], R)
+        np.testing.assert_array_equal(ws[1], p)
+
+
+@pytest.mark.parametrize("name", ["spatial_6link", "spatial_dual_arm", "dual_arm_planar"])
+def test_forward_dynamics_of_a_base_kilometres_from_the_world_origin_matches_pinocchio_to_round_off(name):
+    """The kernels' frames are the base's axes about each joint: no lever arm from the world
+    origin enters, so a base 2 km out (a long flying run) costs no digits (in world-frame
+    coordinates the inertias would carry terms of m |p|^2 ~ 1e6 kg m^2 that must cancel down to
+    the arm's)."""
+    ff = load(name)
+    m, data = ff.model, ff.create_data()
+    _, km, ws = kernel_setup(ff)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q, v = random_state(ff, rng)
+        q[:2] = (1500.0, -1300.0)  # both bases store x, y first
+        tau = rng.normal(size=m.nv)
+        a = np.empty(m.nv)
+        K.forward_dynamics(km, q, v, tau, a, ws)
+        assert rel(a, pin.aba(m, data, q, v, tau)) < ROUND_OFF
+
+
 @pytest.mark.parametrize("name, extra", [
     ("spatial_6link", {}),
     ("planar_4link", {}),
