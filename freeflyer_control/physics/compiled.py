@@ -120,6 +120,20 @@ def _solve_column(U, n, X, c, transposed_only):
             X[i, c] = s * U[i, i]
 
 
+@njit(inline="always", **_JIT)
+def _block(planar, c0, nc, x):
+    """(lo, hi) - c0: the commanded coordinates c0:c0+nc that share coordinate x's diagonal block
+    of the world-to-base map T (block diagonal: R' on the translations and on the spatial
+    attitude, 1 on the planar yaw), so that products with T's commanded block skip its zeros
+    (exact zeros: the sums are the same to the bit)."""
+    if planar:
+        lo, hi = (0, 2) if x < 2 else (2, 3)
+    else:
+        lo = x // 3 * 3
+        hi = lo + 3
+    return max(lo, c0) - c0, min(hi, c0 + nc) - c0
+
+
 def gjm_layout(planar, rows, free, commanded, arm, wheels) -> np.ndarray:
     """The index arrays of a GJM packed into the one int64 array :func:`gjm_post` reads:
     [planar, len(rows), *rows, len(free), *free, len(commanded), ...]. (Each array argument
@@ -222,16 +236,16 @@ def gjm_post_into(M, J, v, q, layout, h, matrix, drift, ws):
     if nc:
         _base_rotation(planar, q, Rb)
         _base_map_from_rotation(planar, Rb, T)
+        c0 = layout[pc + 1]  # the commanded coordinates are contiguous
         for i in range(nc):
-            col = layout[pc + 1 + i]
             for r in range(nr):
-                Jc[r, i] = _jstar(M, J, W, layout[2 + r], r, col, f0, nf)
+                Jc[r, i] = _jstar(M, J, W, layout[2 + r], r, c0 + i, f0, nf)
         for j in range(nc):
-            cj = layout[pc + 1 + j]
+            lo, hi = _block(planar, c0, nc, c0 + j)
             for r in range(nr):
                 s = 0.0
-                for i in range(nc):
-                    s += Jc[r, i] * T[layout[pc + 1 + i], cj]
+                for i in range(lo, hi):
+                    s += Jc[r, i] * T[c0 + i, c0 + j]
                 matrix[r, na + j] = s
     return 0
 
@@ -315,7 +329,8 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
         _base_map_from_rotation(planar, Rb, T)
         for i in range(nc):
             s = w[c0 + i]
-            for k in range(nc):
+            lo, hi = _block(planar, c0, nc, c0 + i)
+            for k in range(lo, hi):
                 s += T[c0 + i, c0 + k] * acc[k]
             y[i] = s
     for i in range(nc, na):
@@ -345,7 +360,8 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
             f[i] = s
     for i in range(nc):  # the commanded rows back to world axes: T' f_c
         s = 0.0
-        for k in range(nc):
+        lo, hi = _block(planar, c0, nc, c0 + i)
+        for k in range(lo, hi):
             s += T[c0 + k, c0 + i] * f[k]
         out[i] = s
     for i in range(nc, na):
