@@ -423,35 +423,43 @@ def reduced_post_into(M, b, v, q, layout, H, C, ws):
                 C[i] += H[i, j] * w[c0 + j]
         _base_rotation(planar, q, Rb)
         _base_map_from_rotation(planar, Rb, T)
-        # H <- T' H T on the commanded rows and columns, C <- T' C on its rows (T = T[c, c])
+        # H <- T' H T on the commanded rows and columns, C <- T' C on its rows (T = T[c, c]):
+        # T' on the commanded rows, then T on their commanded block; the rest of the commanded
+        # columns are those rows mirrored (H T's entries there are the same sums, H being
+        # symmetric), the commanded block the mean of its two triangles
         for i in range(nc):
+            lo, hi = _block(planar, c0, nc, c0 + i)
             for j in range(na):
                 s = 0.0
-                for k in range(nc):
+                for k in range(lo, hi):
                     s += T[c0 + k, c0 + i] * H[k, j]
                 tmp[i, j] = s
         for i in range(nc):
             for j in range(na):
                 H[i, j] = tmp[i, j]
-        for i in range(na):
+        for i in range(nc):
             for j in range(nc):
+                lo, hi = _block(planar, c0, nc, c0 + j)
                 s = 0.0
-                for k in range(nc):
+                for k in range(lo, hi):
                     s += H[i, k] * T[c0 + k, c0 + j]
-                tmp[j, i] = s
-        for i in range(na):
+                tmp[i, j] = s
+        for i in range(nc):
             for j in range(nc):
-                H[i, j] = tmp[j, i]
+                H[i, j] = tmp[i, j]
         for i in range(nc):
             s = 0.0
-            for k in range(nc):
+            lo, hi = _block(planar, c0, nc, c0 + i)
+            for k in range(lo, hi):
                 s += T[c0 + k, c0 + i] * C[k]
             tmp[i, 0] = s
         for i in range(nc):
             C[i] = tmp[i, 0]
-        for i in range(na):
+        for i in range(nc):
             for j in range(i):
                 s = 0.5 * (H[i, j] + H[j, i])
                 H[i, j] = s
                 H[j, i] = s
+            for j in range(nc, na):
+                H[j, i] = H[i, j]
     return 0
