@@ -76,15 +76,20 @@ def kernel_cases(robot: str, rate: float, substeps: int, chunk: int) -> list[ben
     Mn, bn = np.empty((m.nv, m.nv)), np.empty(m.nv)
     q, v = Q[0].copy(), V[0].copy()
 
-    @njit  # not cached: numba would not see a change of the kernels it calls
+    # not cached: numba would not see a change of the kernels it calls; without numba's runtime,
+    # as the engine's run_ticks (no reference counts)
+    @njit(_nrt=False)
     def plant(n, substeps, km, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws):
         for _ in range(n):  # the engine's loop: each step from the last one's state and M, b
             for _ in range(substeps):
                 K.plant_step(km, planar, nb, q, v, tau, h, mom, M, b, qn, vn, Mn, bn, ws)
-                q[:] = qn
-                v[:] = vn
-                M[:, :] = Mn
-                b[:] = bn
+                for i in range(qn.shape[0]):
+                    q[i] = qn[i]
+                for i in range(vn.shape[0]):
+                    v[i] = vn[i]
+                    b[i] = bn[i]
+                    for j in range(vn.shape[0]):
+                        M[i, j] = Mn[i, j]
 
     start = [0]
 
@@ -141,7 +146,7 @@ def reference_case(robot: str, mode: str, controller: str, maneuver: str, chunk:
     M, b = np.empty((m.nv, m.nv)), np.empty(m.nv)
     state = [0]
 
-    @njit  # not cached: numba would not see a change of the kernels it calls
+    @njit(_nrt=False)  # as plant() above
     def references(n, q, v, M, args):
         km, resolved, layout, nb, task, tws, rws, ws, arm_q, arm_kind, qa, pos, vel, tpos, tvel = args
         K.arm_positions(q, arm_q, arm_kind, qa)
