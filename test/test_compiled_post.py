@@ -101,11 +101,12 @@ def test_compiled_reduced_dynamics_equal_the_numpy_ones_with_and_without_idle_wh
 
 @pytest.mark.parametrize("name", robot_names())
 @pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.value)
-def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star(name, mode):
-    """The compiled computed-torque tick's route to H* acc + C* (one Cholesky factorisation
-    and matrix-vector products, physics.compiled.reduced_effort_into) gives the NumPy
-    reference's H* acc + C*, with and without idle wheels. Tolerance: that of the H*, C*
-    themselves (module docstring), of the largest term of the product."""
+def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star_and_its_columns(name, mode):
+    """The compiled computed-torque tick's route to H* acc + C* and to the columns of H* a
+    hybrid solve needs (one Cholesky factorisation and matrix-vector products,
+    physics.compiled.reduced_effort_into) gives the NumPy reference's, with and without idle
+    wheels. Tolerance: that of the H*, C* themselves (module docstring), of the largest term
+    of the product."""
     from freeflyer_control.physics import compiled
     from freeflyer_control.physics.reduced import reduced_plan
 
@@ -122,10 +123,14 @@ def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star(nam
             acc = rng.normal(size=reference.C.size)
             out = np.full(acc.size, np.nan)
             layout = reduced_plan(compiled, ff, mode, idle_wheels).layout
-            assert compiled.reduced_effort_into(np.triu(M), b, state.v, state.q, layout, acc, out, ws) == 0
+            cols = np.arange(acc.size, dtype=np.int64)[::-1].copy()  # every column, any order
+            H_cols = np.full((acc.size, acc.size), np.nan)
+            assert compiled.reduced_effort_into(np.triu(M), b, state.v, state.q, layout, acc, out, ws, cols,
+                                                H_cols) == 0
             expected = reference.H @ acc + reference.C
             scale = max(1.0, float(np.abs(reference.H).max() * np.abs(acc).max()), float(np.abs(reference.C).max()))
             np.testing.assert_allclose(out, expected, rtol=0, atol=ROUND_OFF * scale)
+            assert_round_off_equal(H_cols, reference.H[:, cols])
 
 
 def test_reduced_effort_reports_a_non_positive_definite_free_inertia_as_potrf_does():
@@ -139,7 +144,8 @@ def test_reduced_effort_reports_a_non_positive_definite_free_inertia_as_potrf_do
     layout = reduced_plan(compiled, ff, Mode.FLOATING, True).layout
     acc, out = np.zeros(layout[2]), np.empty(layout[2])
     info = compiled.reduced_effort_into(M, np.zeros(ff.model.nv), state.v, state.q, layout, acc, out,
-                                        compiled.reduced_workspace(ff.model.nv, ff.nb))
+                                        compiled.reduced_workspace(ff.model.nv, ff.nb), np.zeros(0, np.int64),
+                                        np.empty((0, 0)))
     _, _, expected = compiled.reduced_post(M, np.zeros(ff.model.nv), state.v, state.q, layout)
     assert info == expected == 3
 

@@ -163,13 +163,12 @@ def test_rotation_base_map_wrench_bound_and_reduced_dynamics_are_physics_own_fun
     """The compiled engine runs the physics layer's definitions, not copies: the base rotation
     and the world-to-base map of physics/state.py and the ideal-wrench bound of
     physics/actuators.py compiled as written, and for H*, C* the very kernel
-    physics.reduced.reduced_dynamics finishes with (physics.compiled.reduced_post is a wrapper
-    of reduced_post_into; reduced_effort_into, H* acc + C* without H*, sits beside it and
-    test_compiled_post.py checks it against the NumPy H*, C*)."""
+    physics.reduced.reduced_dynamics finishes with: physics.compiled.reduced_effort_into, H*
+    acc + C* and columns of H* without forming H*, sits beside reduced_post (a wrapper of
+    reduced_post_into) and test_compiled_post.py checks it against the NumPy H*, C*."""
     assert K.base_rotation.py_func is base_rotation_into
     assert CK.base_map_from_rotation.py_func is world_to_local_base_map_into
     assert CK.limit_base_wrench.py_func is limit_wrench_into
-    assert CK.reduced_post_into is physics_compiled.reduced_post_into
     assert CK.reduced_effort_into is physics_compiled.reduced_effort_into
     assert "reduced_post_into(" in inspect.getsource(physics_compiled.reduced_post.py_func)
     assert not hasattr(CK, "reduced_dynamics")

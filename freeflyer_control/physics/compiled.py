@@ -296,17 +296,20 @@ def reduced_post(M, b, v, q, layout):
 
 
 @njit(**_JIT)
-def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
+def reduced_effort_into(M, b, v, q, layout, acc, out, ws, cols, Hcols):
     """out[:na] = H* acc + C* for the reduced dynamics of ``layout`` (:func:`reduced_post`'s
-    H*, C*), without forming H*; returns info (as :func:`reduced_post`'s).
+    H*, C*), without forming H*, and Hcols[:na, j] = H*[:, cols[j]] for the few columns a
+    hybrid solve needs (``cols``: actuated positions; empty for none); returns info (as
+    :func:`reduced_post`'s).
 
     The same law by another route, exact in exact arithmetic: with a the actuated coordinates,
     e the eliminated ones and T the commanded block of the world-to-base map,
     H* acc + C* = T'(M_aa y + b_a - M_ae M_ee^-1 (M_ea y + b_e)) on the commanded rows (T' on
     them only), where y = acc with its commanded part taken to base_link axes, T acc_c, plus
     -omega x nu. That is one Cholesky factorisation and matrix-vector products, O(n^2) after the
-    factorisation, where H* itself is O(n^3): what a computed-torque tick needs when it does
-    not need H* (every mode but rotation-floating's hybrid solve).
+    factorisation, where H* itself is O(n^3): what a computed-torque tick needs. A column of H*
+    is a column of the Schur complement S = M_aa - M_ae M_ee^-1 M_ea, its commanded rows
+    turned by T' (and, for a commanded column, the commanded columns of S combined by T).
 
     Args:
         M, b, v, q, layout: as :func:`reduced_post`.
@@ -315,6 +318,7 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
         out: (na,) receives the forces: commanded base wrench in world axes (N, N m, about the
             base_link origin), then joint forces (N m or N).
         ws: :func:`reduced_workspace`.
+        cols, Hcols: int64 (k,), and (>= na, >= k).
     """
     planar, nc = layout[0] != 0, layout[1]
     na = layout[2]
@@ -366,7 +370,67 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws):
         out[i] = s
     for i in range(nc, na):
         out[i] = f[i]
+    reduced_columns_into(M, layout, ws, cols, Hcols)
     return 0
+
+
+@njit(**_JIT)
+def reduced_columns_into(M, layout, ws, cols, Hcols):
+    """Hcols[:na, j] = H*[:, cols[j]] (``cols``: actuated positions) from what the last
+    :func:`reduced_effort_into` call at this M and configuration left in ``ws`` (the factor of
+    M_ee and T): more columns for the same tick without factoring again."""
+    planar, nc = layout[0] != 0, layout[1]
+    na = layout[2]
+    U, Y, w, T, Rb, tmp = ws
+    S = tmp[2:]  # S[k]: column k of the Schur complement (k < nc), then the column being made
+    c0 = layout[3] if nc else 0
+    ncol = cols.shape[0]
+    commanded = False
+    for j in range(ncol):
+        commanded = commanded or cols[j] < nc
+    if commanded:
+        for k in range(nc):
+            _schur_column(M, layout, U, Y, k, S[k])
+    for j in range(ncol):
+        p = cols[j]
+        col = S[nc]
+        if p < nc:  # S T e_p: the commanded columns of S in p's block of T
+            lo, hi = _block(planar, c0, nc, c0 + p)
+            for i in range(na):
+                s = 0.0
+                for k in range(lo, hi):
+                    s += S[k, i] * T[c0 + k, c0 + p]
+                col[i] = s
+        else:
+            _schur_column(M, layout, U, Y, p, col)
+        for i in range(nc):  # T' on the commanded rows
+            s = 0.0
+            lo, hi = _block(planar, c0, nc, c0 + i)
+            for k in range(lo, hi):
+                s += T[c0 + k, c0 + i] * col[k]
+            Hcols[i, j] = s
+        for i in range(nc, na):
+            Hcols[i, j] = col[i]
+
+
+@njit(inline="always", **_JIT)
+def _schur_column(M, layout, U, Y, p, out):
+    """out[:na] = column p (an actuated position) of the Schur complement
+    S = M_aa - M_ae M_ee^-1 M_ea of ``layout`` (base_link axes), U: :func:`_factor`'s of M_ee;
+    Y[:, 1]: scratch."""
+    na = layout[2]
+    pe = 3 + na
+    nf = layout[pe]
+    ap = layout[3 + p]
+    for i in range(nf):
+        Y[i, 1] = _upper(M, layout[pe + 1 + i], ap)
+    _solve_column(U, nf, Y, 1, False)
+    for i in range(na):
+        ai = layout[3 + i]
+        s = _upper(M, ai, ap)
+        for k in range(nf):
+            s -= _upper(M, ai, layout[pe + 1 + k]) * Y[k, 1]
+        out[i] = s
 
 
 @njit(**_JIT)

@@ -8,13 +8,12 @@ What the Python path does, per tick, and where it is defined there:
 * the mode-reduced dynamics H*, C* (``physics/reduced.py: reduced_dynamics``): the Schur
   complement over the free base coordinates (and the idle wheels, outside rotation-floating),
   the commanded base coordinates changed to world axes, on the layout ``reduced_plan`` builds
-  for the mode: in rotation-floating ``physics/compiled.py: reduced_post_into``, the kernel
-  ``reduced_dynamics`` finishes with (``reduced_post`` wraps it);
-* the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*, by
-  ``physics/compiled.py: reduced_effort_into`` (the same product through one Cholesky
-  factorisation and matrix-vector products, without forming H*), or in rotation-floating the
-  hybrid solve for the wheel accelerations with the wheel-torque clip
-  (``rotation_floating_forces``) (:func:`mode_effort`);
+  for the mode, and the law (``control/computed_torque.py: ComputedTorque.effort``): H* u + C*,
+  by ``physics/compiled.py: reduced_effort_into``, the same product through one Cholesky
+  factorisation and matrix-vector products, without forming H* (``test/test_compiled_post.py``
+  checks it against ``reduced_dynamics``); in rotation-floating the hybrid solve for the wheel
+  accelerations with the wheel-torque clip (``rotation_floating_forces``) from that product and
+  the columns of H* it solves for (:func:`hybrid_solve`, :func:`mode_effort`);
 * the bumpless blend after a mode switch (``control/mode_switch.py: blend_weight``, compiled
   from that same definition) and ``ControlEffort.blend``;
 * the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
@@ -44,7 +43,7 @@ from numba import njit
 
 from freeflyer_control.control.mode_switch import blend_weight
 from freeflyer_control.physics.actuators import limit_wrench_into
-from freeflyer_control.physics.compiled import reduced_effort_into, reduced_post_into, reduced_workspace
+from freeflyer_control.physics.compiled import reduced_columns_into, reduced_effort_into, reduced_workspace
 from freeflyer_control.physics.plant import energy_explained
 from freeflyer_control.sim.fast import task_kernels as TK
 from freeflyer_control.sim.fast.allocation import allocate_forces
@@ -133,34 +132,24 @@ def _lu_solve(A, x, piv):
 
 
 @njit(**_JIT)
-def _times_plus(H, x, C, n, out):
-    """out[:n] = H[:n, :n] x[:n] + C[:n]."""
-    for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += H[i, j] * x[j]
-        out[i] = s + C[i]
-
-
-@njit(**_JIT)
-def hybrid_dynamics(H, C, n, acc, unknown, rows, force, out, A, rhs, piv):
-    """``control.computed_torque.hybrid_dynamics`` for as many unknowns as known-force rows:
-    the accelerations ``acc[unknown]`` solved from the rows, out[:n] = H acc + C with
-    out[rows] = force[rows]."""
+def hybrid_solve(F0, Hc, n, acc, unknown, rows, force, out, A, rhs, piv):
+    """``control.computed_torque.hybrid_dynamics`` for as many unknowns as known-force rows,
+    from F0 = H acc0 + C (acc0: acc with the unknowns zero) and the unknowns' columns
+    Hc[:n, k] = H[:, unknown[k]]: acc[unknown] solved from the rows (H acc + C)[rows] =
+    force[rows]; out[:n] = H acc + C = F0 + Hc acc[unknown], with out[rows] = force[rows]."""
     m = unknown.shape[0]
-    for k in range(m):
-        acc[unknown[k]] = 0.0
     for r in range(m):
-        s = 0.0
-        for j in range(n):
-            s += H[rows[r], j] * acc[j]
-        rhs[r] = force[rows[r]] - C[rows[r]] - s
+        rhs[r] = force[rows[r]] - F0[rows[r]]
         for c in range(m):
-            A[r, c] = H[rows[r], unknown[c]]
+            A[r, c] = Hc[rows[r], c]
     _lu_solve(A[:m, :m], rhs[:m], piv)
     for k in range(m):
         acc[unknown[k]] = rhs[k]
-    _times_plus(H, acc, C, n, out)
+    for i in range(n):
+        s = F0[i]
+        for k in range(m):
+            s += Hc[i, k] * rhs[k]
+        out[i] = s
     for r in range(m):
         out[rows[r]] = force[rows[r]]
 
@@ -191,7 +180,7 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
             acc[k] = ubase[k]
         for k in range(na):
             acc[nc + k] = u_arm[k]
-        if reduced_effort_into(M, b, v, q, layout, acc, forces, rws):
+        if reduced_effort_into(M, b, v, q, layout, acc, forces, rws, unknown[:0], Hbuf):
             raise np.linalg.LinAlgError("free-base inertia not positive definite")
         for k in range(nc):
             wrench_out[c0 + k] = forces[k]
@@ -200,9 +189,8 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         for w in range(nw):
             wheel_out[w] = 0.0
         return
-    H, C = Hbuf[:n, :n], Cbuf[:n]
-    if reduced_post_into(M, b, v, q, layout, H, C, rws):
-        raise np.linalg.LinAlgError("free-base inertia not positive definite")
+    # the hybrid solve from H* acc0 + C* and H*'s columns of the unknowns (reduced_effort_into)
+    F0 = Cbuf
     for j in range(n):
         acc[j] = 0.0
         force[j] = 0.0
@@ -213,7 +201,9 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         acc[nc + arm_rel[k]] = u_arm[k]
     for w in range(nw):
         unknown[w] = nc + wheel_rel[w]
-    hybrid_dynamics(H, C, n, acc, unknown[:nw], rows[:nc], force, forces, A, rhs, piv)
+    if reduced_effort_into(M, b, v, q, layout, acc, F0, rws, unknown[:nw], Hbuf):
+        raise np.linalg.LinAlgError("free-base inertia not positive definite")
+    hybrid_solve(F0, Hbuf, n, acc, unknown[:nw], rows[:nc], force, forces, A, rhs, piv)
     over = False
     for w in range(nw):
         if abs(forces[nc + wheel_rel[w]]) > wheel_limit[w]:
@@ -222,12 +212,18 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         for w in range(nw):
             f = forces[nc + wheel_rel[w]]
             force[nc + wheel_rel[w]] = min(max(f, -wheel_limit[w]), wheel_limit[w])
-        for k in range(nc):
-            unknown[k] = k
-        for w in range(nw):
-            unknown[nc + w] = nc + wheel_rel[w]
-        free = unknown[:nc + nw]
-        hybrid_dynamics(H, C, n, acc, free, free, force, forces, A, rhs, piv)
+        for k in range(nc):  # the unknowns: the wheels' (columns in Hbuf already), then these
+            unknown[nw + k] = k
+        free = unknown[:nw + nc]
+        reduced_columns_into(M, layout, rws, free[nw:], Hbuf[:, nw:])
+        for i in range(n):  # F0 with the commanded accelerations zero too
+            s = F0[i]
+            for k in range(nc):
+                s -= Hbuf[i, nw + k] * acc[k]
+            F0[i] = s
+        for k in range(nw + nc):
+            acc[free[k]] = 0.0
+        hybrid_solve(F0, Hbuf, n, acc, free, free, force, forces, A, rhs, piv)
     for k in range(na):
         arm_out[k] = forces[nc + arm_rel[k]]
     for w in range(nw):
