@@ -178,6 +178,30 @@ def test_crba_and_rnea_on_placements_computed_elsewhere_match_pinocchio(name):
         assert rel(tau, pin.rnea(m, data, q, v, acc)) < ROUND_OFF
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_translation_rows_are_the_mass_matrix_base_translation_rows(name):
+    """translation_rows (the linear momentum per unit velocity, from composite masses and first
+    moments only) fills the upper triangle of M's base-translation rows as Pinocchio's CRBA
+    does, from a workspace holding another state's frames; the other rows are left alone."""
+    ff = load(name)
+    m, data = ff.model, ff.create_data()
+    _, km, ws = kernel_setup(ff)
+    n = m.njoints - 1
+    nt = 3 if ff.base == "spatial" else 2
+    upper = np.triu(np.ones((m.nv, m.nv), dtype=bool))[:nt]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        q, _ = random_state(ff, rng)
+        K.forward_kinematics(km, q, R, p)
+        K.mass_and_bias(km, *random_state(ff, rng), np.empty((m.nv, m.nv)), np.empty(m.nv), ws)
+        M = np.full((m.nv, m.nv), np.nan)
+        K.translation_rows(km, R, p, M, ws)
+        expected = mass_matrix(ff, data, q)
+        assert rel(M[:nt][upper], expected[:nt][upper]) < ROUND_OFF
+        assert np.isnan(M[nt:]).all()
+
+
 @pytest.mark.parametrize("name", ["spatial_6link", "dual_arm_planar", "every_kind"])
 def test_forward_dynamics_leaves_the_forward_kinematics_of_its_configuration_in_the_workspace(name):
     """The kinematics runs inside the articulated-body algorithm's first pass: ws[0], ws[1]

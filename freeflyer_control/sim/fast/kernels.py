@@ -438,6 +438,54 @@ def _rigid_shift_add(r, i, m, h, I, hp, Ip):
 
 
 @njit(**_NO_NRT)
+def translation_rows(km, R, p, M, ws):
+    """The base-translation rows of M(q) (the linear momentum per unit velocity, base axes:
+    spatial rows 0-2, planar 0-1; upper triangle, the other rows left as they are) for the
+    placements R, p. The composite masses and first moments only, where :func:`crba` carries
+    the composite rotational inertias too: what a GJM whose free base coordinates are the
+    translations reads of M (rotation-floating, rotation-flying). Column of joint j: m_j u_j
+    (prismatic) or u_j x h_j (revolute), with m_j, h_j the mass and first moment of the subtree
+    from j about j's origin; base columns: m 1 and e x h of the whole robot."""
+    jint, mass, hh = km[0], km[4], km[5]
+    n = jint.shape[0]
+    cm, ch = ws[6], ws[7]
+    bR, r, u = ws[24], ws[25], ws[26]
+    for i in range(n):
+        _base_axes(km, R, p, i, ws)
+        cm[i] = mass[i]
+        for e in range(3):
+            ch[i, e] = bR[i, e, 0] * hh[i, 0] + bR[i, e, 1] * hh[i, 1] + bR[i, e, 2] * hh[i, 2]
+    for i in range(n - 1, -1, -1):
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        m, hx, hy, hz = cm[i], ch[i, 0], ch[i, 1], ch[i, 2]
+        if kind == FREEFLYER or kind == PLANAR:
+            nt = 3 if kind == FREEFLYER else 2
+            for a in range(nt):
+                for c in range(a, nt):
+                    M[iv + a, iv + c] = m if a == c else 0.0
+            if kind == FREEFLYER:  # e_k x h, k = x, y, z
+                M[iv, iv + 3], M[iv + 1, iv + 3], M[iv + 2, iv + 3] = 0.0, -hz, hy
+                M[iv, iv + 4], M[iv + 1, iv + 4], M[iv + 2, iv + 4] = hz, 0.0, -hx
+                M[iv, iv + 5], M[iv + 1, iv + 5], M[iv + 2, iv + 5] = -hy, hx, 0.0
+            else:  # e_z x h, rows x, y
+                M[iv, iv + 2], M[iv + 1, iv + 2] = -hy, hx
+            continue
+        ux, uy, uz = u[i, 0], u[i, 1], u[i, 2]
+        if kind == PRISMATIC:
+            fx, fy, fz = m * ux, m * uy, m * uz
+        else:
+            fx, fy, fz = uy * hz - uz * hy, uz * hx - ux * hz, ux * hy - uy * hx
+        b0 = jint[0, 3]  # the base is body 0 (kernel_model checks): its translation rows
+        M[b0, iv], M[b0 + 1, iv] = fx, fy
+        if jint[0, 1] == FREEFLYER:
+            M[b0 + 2, iv] = fz
+        cm[par] += m
+        ch[par, 0] += hx + m * r[i, 0]
+        ch[par, 1] += hy + m * r[i, 1]
+        ch[par, 2] += hz + m * r[i, 2]
+
+
+@njit(**_NO_NRT)
 def crba(km, R, p, M, ws):
     """M (nv, nv), full symmetric, for the placements R, p (composite rigid inertias)."""
     base_frames(km, R, p, ws)

@@ -55,6 +55,7 @@ from freeflyer_control.sim.fast.kernels import (
     crba,
     forward_kinematics,
     log3,
+    translation_rows,
     world_placements,
 )
 
@@ -454,7 +455,10 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, R_q, p_q, t, dt, task,
                 q_ref[iq] = q_int[j]
         R, p = tws[0], tws[1]
         forward_kinematics(km, q_ref, R, p)
-        if layout[2 + layout[1]]:  # the GJM reads M only to eliminate free base coordinates
+        nf, f0 = layout[2 + layout[1]], layout[3 + layout[1]]
+        if nf and f0 + nf <= (2 if layout[0] != 0 else 3):  # the GJM reads M's free rows only:
+            translation_rows(km, R, p, M_ref, ws)  # here the translations' (linear momentum)
+        elif nf:  # (none free: M is not read)
             crba(km, R, p, M_ref, ws)
         q_task, M_task = q_ref, M_ref
     m = task_rows(km, q_task, v, M_task, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, tpos, tvel, gains,
