@@ -341,20 +341,14 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws, cols, Hcols):
         y[i] = acc[i]
     for i in range(na):  # f = M_aa y + b_a
         ai = layout[3 + i]
-        s = b[ai]
-        for j in range(na):
-            s += _upper(M, ai, layout[3 + j]) * y[j]
-        f[i] = s
+        f[i] = b[ai] + _row_times_actuated(M, layout, ai, y)
     if nf:
         info = _factor(M, layout, pe, U)
         if info:
             return info
         for i in range(nf):  # z = M_ee^-1 (M_ea y + b_e), in Y[:, 0]
             ei = layout[pe + 1 + i]
-            s = b[ei]
-            for j in range(na):
-                s += _upper(M, ei, layout[3 + j]) * y[j]
-            Y[i, 0] = s
+            Y[i, 0] = b[ei] + _row_times_actuated(M, layout, ei, y)
         _solve_column(U, nf, Y, 0, False)
         for i in range(na):
             ai = layout[3 + i]
@@ -411,6 +405,16 @@ def reduced_columns_into(M, layout, ws, cols, Hcols):
             Hcols[i, j] = s
         for i in range(nc, na):
             Hcols[i, j] = col[i]
+
+
+@njit(inline="always", **_JIT)
+def _row_times_actuated(M, layout, row, y):
+    """sum_j M[row, a_j] y[j] over the actuated coordinates a of ``layout`` (upper triangle of
+    M read)."""
+    s = 0.0
+    for j in range(layout[2]):
+        s += _upper(M, row, layout[3 + j]) * y[j]
+    return s
 
 
 @njit(inline="always", **_JIT)
