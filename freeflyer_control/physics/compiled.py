@@ -134,6 +134,17 @@ def _block(planar, c0, nc, x):
     return max(lo, c0) - c0, min(hi, c0 + nc) - c0
 
 
+@njit(inline="always", **_JIT)
+def _turned(planar, T, c0, nc, i, x, transposed):
+    """Entry i of T x (or T' x, ``transposed``) on the commanded coordinates c0:c0+nc, x[:nc]
+    in their order, over i's block of T only (:func:`_block`)."""
+    lo, hi = _block(planar, c0, nc, c0 + i)
+    s = 0.0
+    for k in range(lo, hi):
+        s += (T[c0 + k, c0 + i] if transposed else T[c0 + i, c0 + k]) * x[k]
+    return s
+
+
 def gjm_layout(planar, rows, free, commanded, arm, wheels) -> np.ndarray:
     """The index arrays of a GJM packed into the one int64 array :func:`gjm_post` reads:
     [planar, len(rows), *rows, len(free), *free, len(commanded), ...]. (Each array argument
@@ -332,11 +343,7 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws, cols, Hcols):
         _base_rotation(planar, q, Rb)
         _base_map_from_rotation(planar, Rb, T)
         for i in range(nc):
-            s = w[c0 + i]
-            lo, hi = _block(planar, c0, nc, c0 + i)
-            for k in range(lo, hi):
-                s += T[c0 + i, c0 + k] * acc[k]
-            y[i] = s
+            y[i] = w[c0 + i] + _turned(planar, T, c0, nc, i, acc, False)
     for i in range(nc, na):
         y[i] = acc[i]
     for i in range(na):  # f = M_aa y + b_a
@@ -357,11 +364,7 @@ def reduced_effort_into(M, b, v, q, layout, acc, out, ws, cols, Hcols):
                 s -= _upper(M, ai, layout[pe + 1 + k]) * Y[k, 0]
             f[i] = s
     for i in range(nc):  # the commanded rows back to world axes: T' f_c
-        s = 0.0
-        lo, hi = _block(planar, c0, nc, c0 + i)
-        for k in range(lo, hi):
-            s += T[c0 + k, c0 + i] * f[k]
-        out[i] = s
+        out[i] = _turned(planar, T, c0, nc, i, f, True)
     for i in range(nc, na):
         out[i] = f[i]
     reduced_columns_into(M, layout, ws, cols, Hcols)
@@ -398,11 +401,7 @@ def reduced_columns_into(M, layout, ws, cols, Hcols):
         else:
             _schur_column(M, layout, U, Y, p, col)
         for i in range(nc):  # T' on the commanded rows
-            s = 0.0
-            lo, hi = _block(planar, c0, nc, c0 + i)
-            for k in range(lo, hi):
-                s += T[c0 + k, c0 + i] * col[k]
-            Hcols[i, j] = s
+            Hcols[i, j] = _turned(planar, T, c0, nc, i, col, True)
         for i in range(nc, na):
             Hcols[i, j] = col[i]
 
@@ -516,11 +515,7 @@ def reduced_post_into(M, b, v, q, layout, H, C, ws):
             for j in range(nc):
                 H[i, j] = tmp[i, j]
         for i in range(nc):
-            s = 0.0
-            lo, hi = _block(planar, c0, nc, c0 + i)
-            for k in range(lo, hi):
-                s += T[c0 + k, c0 + i] * C[k]
-            tmp[i, 0] = s
+            tmp[i, 0] = _turned(planar, T, c0, nc, i, C, True)
         for i in range(nc):
             C[i] = tmp[i, 0]
         for i in range(nc):
