@@ -47,6 +47,8 @@ setup(
     name=package_name,
     version='0.1.0',  # keep equal to package.xml and freeflyer_control.__version__
     packages=find_packages(exclude=['test', 'test.*']),
+    # The replay page's player script, read at write time (freeflyer_control/sim/replay/page.py).
+    package_data={'freeflyer_control.sim.replay': ['*.js']},
     data_files=data_files,
     # Only what ROS and PyPI both provide under these names. Not 'pin': ROS'
     # pinocchio is no pip distribution called 'pin', and the console-script
@@ -57,6 +59,9 @@ setup(
     extras_require={
         # PyPI builds of what a ROS install provides.
         'pypi': ['pin>=3', 'matplotlib'],
+        # Optional: `freeflyer sim` also writes replay.html, a 3-D replay that opens in any browser
+        # (the page inlines meshcat's three.js viewer bundle; docs/replay.md).
+        'replay': ['meshcat>=0.3.2'],
         # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
         # Optional: compiled kernels (numba): `freeflyer sim`'s compiled engine, the plant step of
@@ -75,6 +80,7 @@ setup(
             'matplotlib',
             'mcap>=1.1',
             'mcap-ros2-support>=0.5',
+            'meshcat>=0.3.2',
             'numba>=0.60',
             'dask[distributed]>=2024.1',
             'pyarrow>=14',

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -59,6 +60,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
                          f"drop --robot or give a testbed config for {config.robot}")
     if config.mass_error:
         raise ValueError("--mass-error is not emulated with --via-testbed (the testbed runs the robot's own model)")
+    config = replace(config, robot=tb.robot_source)  # the robot flown, as its records name it (run.json)
     maneuver = make_maneuver(config.maneuver)
     state = initial_state(ff, config, maneuver)
     duration = float(config.duration or maneuver.duration)

@@ -466,11 +466,14 @@ def write_outputs(result, out_dir, *, mcap: bool = True, timeseries: bool = True
     importable; otherwise an info line is logged). ``timeseries=False``: the CSV was streamed
     during the run (:mod:`freeflyer_control.sim.stream`) and is not written again.
     """
+    from freeflyer_control.sim.run_record import record_of, write_run_json
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
         "timeseries": write_timeseries_csv(result, out / TIMESERIES_CSV) if timeseries else out / TIMESERIES_CSV,
         "summary": write_summary_json(result, out / SUMMARY_JSON),
+        "run": write_run_json(record_of(result), out),
     }
     if mcap:
         if mcap_available():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import pinocchio as pin
@@ -63,6 +63,7 @@ class SimConfig:
     wall_mass: kg, ee-contact only: the wall is a free body of this mass (None: fixed).
     """
 
+    RUN_KIND: ClassVar[str] = "sim"  # run.json's kind (sim.run_record)
     robot: str = DEFAULT_ROBOT
     base: str | None = None
     ee: Sequence[str] | None = None
