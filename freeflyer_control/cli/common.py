@@ -160,3 +160,17 @@ def validate_query_pose(args: argparse.Namespace) -> None:
         ff = validation_robot(args)
         positions = parse_joint_positions(ff, args.q, "--q")
         check_joint_limits(ff, positions, "--q", refuse=False, command=args.command)
+
+
+def replay_wanted(args: argparse.Namespace, command: str = "sim") -> bool:
+    """Whether to write replay.html: unless ``--no-replay``, and only with the viewer installed;
+    without it, one warning line now (before the run) and everything else is written."""
+    if getattr(args, "no_replay", False):
+        return False
+    from freeflyer_control.sim.replay import replay_missing
+
+    missing = replay_missing()
+    if missing:
+        warn(command, f"no replay.html: {missing}; --no-replay skips it without this warning")
+        return False
+    return True

@@ -11,6 +11,7 @@ from freeflyer_control.cli.common import (
     add_robot_arguments,
     check_joint_limits,
     parse_joint_positions,
+    replay_wanted,
     validation_robot,
     validation_testbed,
 )
@@ -96,6 +97,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the outputs of an earlier run in --out (refused without it)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-replay", action="store_true",
+                   help="skip replay.html, the run's 3-D replay in a browser (needs the 'replay' extra)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_object_arguments(p)
     p.set_defaults(run=run, validate=validate)
@@ -217,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
     plots = not args.no_plots and _plots_possible()
+    replay = replay_wanted(args)
     result, stopped = run_stoppable(out, lambda stream, progress: _simulate(args, config, fast, stream, progress),
                                     as_json=args.json)
     if result is None:
@@ -224,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
 
     from freeflyer_control.sim.output import write_outputs
 
-    files = write_outputs(result, out, timeseries=False)
+    files = write_outputs(result, out, timeseries=False, replay=replay)
     written = list(files.values())
     if plots:
         from freeflyer_control.sim.plots import write_plots

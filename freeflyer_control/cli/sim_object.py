@@ -108,15 +108,17 @@ def _simulate_and_write(args: argparse.Namespace, out, simulate):
     """Run ``simulate(stream, progress)`` stoppably, write its outputs (the CSV was streamed) and,
     with ``--json``, print the summary. Returns (summary, exit status, files written); the
     summary is None when the run was stopped (its exit status is then the stop's)."""
+    from freeflyer_control.cli.common import replay_wanted
     from freeflyer_control.cli.stopping import diverged_status, run_stoppable
     from freeflyer_control.sim.cooperative import write_object_outputs
     from freeflyer_control.sim.plots import matplotlib_missing
 
+    replay = replay_wanted(args)
     result, stopped = run_stoppable(out, simulate, as_json=args.json)
     if result is None:
         return None, stopped, []
     written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
-                                   timeseries=False)
+                                   timeseries=False, replay=replay)
     s = result.summary
     code = diverged_status(s)
     if args.json:

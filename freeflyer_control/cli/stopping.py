@@ -71,6 +71,7 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
     """
     if getattr(progress, "tty", False) and getattr(progress, "shown", False):
         sys.stderr.write("\n")
+    from freeflyer_control.sim.run_record import RUN_JSON, record_of, write_run_json
     from freeflyer_control.sim.stream import interrupted_by_user
 
     interrupted = interrupted_by_user(exc)
@@ -84,10 +85,11 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
         return EXIT_INTERRUPTED
     stream.close()  # every streamed row on disk before the summary that counts them
     write_summary_json(result, out / SUMMARY_JSON)
+    write_run_json(record_of(result), out)  # what `freeflyer replay` needs to show the partial run
     s = result.summary
     why = "interrupted" if interrupted else "stopped by an error"
     print(f"freeflyer sim: {why} at t = {s['t_reached_s']:.2f} s of {s['duration_s']:g} s; partial outputs "
-          f"in {out.resolve()}/: {TIMESERIES_CSV} ({stream.rows} rows), {SUMMARY_JSON}", file=sys.stderr)
+          f"in {out.resolve()}/: {TIMESERIES_CSV} ({stream.rows} rows), {SUMMARY_JSON}, {RUN_JSON}", file=sys.stderr)
     if not interrupted:
         raise exc
     if as_json:

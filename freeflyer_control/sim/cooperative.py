@@ -360,11 +360,12 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
 
 
 def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True, *,
-                         timeseries: bool = True) -> list[Path]:
-    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``, by sim.output's
-    writers; ``timeseries=False``: the CSV was streamed during the run and is not written again."""
-    files = write_outputs(result, out, mcap=False, timeseries=timeseries)
-    written = [files["timeseries"], files["summary"]]
+                         timeseries: bool = True, replay: bool = False) -> list[Path]:
+    """timeseries.csv, summary.json, run.json, run.mcap (sim.output's conditions), replay.html
+    (if ``replay``) and the figures (if ``plots``), into ``out``, by sim.output's writers;
+    ``timeseries=False``: the CSV was streamed during the run and is not written again."""
+    files = write_outputs(result, out, mcap=False, timeseries=timeseries, replay=replay)
+    written = list(files.values())
     if plots:
         written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
     return written

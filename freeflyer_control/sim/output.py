@@ -458,13 +458,17 @@ def write_mcap(result, path: Path) -> Path:
     return path
 
 
-def write_outputs(result, out_dir, *, mcap: bool = True, timeseries: bool = True) -> dict[str, Path]:
+def write_outputs(result, out_dir, *, mcap: bool = True, timeseries: bool = True,
+                  replay: bool = False) -> dict[str, Path]:
     """Write the files of ``result`` into ``out_dir`` (created if missing).
 
-    Returns {"timeseries": csv path, "summary": json path[, "mcap": mcap path]}; ``mcap`` is
-    present only if it was written (``mcap=True`` and the ``mcap`` / ``mcap_ros2`` modules
-    importable; otherwise an info line is logged). ``timeseries=False``: the CSV was streamed
-    during the run (:mod:`freeflyer_control.sim.stream`) and is not written again.
+    Returns {"timeseries": csv path, "summary": json path, "run": run.json path[, "mcap": mcap
+    path][, "replay": replay.html path]}; ``mcap`` is present only if it was written (``mcap=True``
+    and the ``mcap`` / ``mcap_ros2`` modules importable; otherwise an info line is logged), and
+    ``replay`` when asked for (the caller checks first that the viewer is installed:
+    :func:`freeflyer_control.sim.replay.replay_missing`). ``timeseries=False``: the CSV was
+    streamed during the run (:mod:`freeflyer_control.sim.stream`) and is not written again.
+    The MCAP and the replay are written from the folder's records, like any finished run's.
     """
     from freeflyer_control.sim.run_record import record_of, write_run_json
 
@@ -481,4 +485,8 @@ def write_outputs(result, out_dir, *, mcap: bool = True, timeseries: bool = True
         else:
             log.info("%s not written: the 'mcap' and 'mcap_ros2' modules are not installed "
                      "(pip install mcap mcap-ros2-support)", RUN_MCAP)
+    if replay:
+        from freeflyer_control.sim.replay import write_replay
+
+        paths["replay"] = write_replay(out)
     return paths

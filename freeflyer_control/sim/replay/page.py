@@ -9,12 +9,12 @@ orbit controls and mesh loaders; read at write time from the installed ``meshcat
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
-from importlib import resources
 from pathlib import Path
 
-VIEWER_BUNDLE = ("meshcat", "viewer/dist/main.min.js")
-VIEWER_LICENCES = ("meshcat", "viewer/dist/main.min.js.LICENSE.txt")
+VIEWER_BUNDLE = "viewer/dist/main.min.js"  # in the meshcat package
+VIEWER_LICENCES = "viewer/dist/main.min.js.LICENSE.txt"
 
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
@@ -61,11 +61,19 @@ _TEMPLATE = """<!DOCTYPE html>
 """
 
 
+def _viewer_file(relative: str) -> Path | None:
+    """A file of the installed meshcat package, found without importing it (its Python side
+    starts servers we do not need and imports zmq, tornado and IPython)."""
+    spec = importlib.util.find_spec("meshcat")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / relative
+    return path if path.is_file() else None
+
+
 def viewer_missing() -> str | None:
     """Why no replay can be written here (one line with the fix), or None."""
-    try:
-        resources.files(VIEWER_BUNDLE[0]).joinpath(VIEWER_BUNDLE[1]).read_bytes()
-    except (ImportError, FileNotFoundError, OSError):
+    if _viewer_file(VIEWER_BUNDLE) is None:
         return ("the replay needs the viewer of the 'meshcat' package, which is not installed: "
                 "pip install 'freeflyer_control[replay]'")
     return None
@@ -78,11 +86,11 @@ def _inline(text: str) -> str:
 
 def render(scene: dict) -> str:
     """The page's HTML for ``scene`` (:func:`~freeflyer_control.sim.replay.scene.build_scene`)."""
-    bundle = resources.files(VIEWER_BUNDLE[0]).joinpath(VIEWER_BUNDLE[1]).read_text(encoding="utf-8")
-    try:
-        licences = resources.files(VIEWER_LICENCES[0]).joinpath(VIEWER_LICENCES[1]).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
-        licences = "see the meshcat package"
+    bundle_path, licences_path = _viewer_file(VIEWER_BUNDLE), _viewer_file(VIEWER_LICENCES)
+    if bundle_path is None:
+        raise FileNotFoundError(viewer_missing())
+    bundle = bundle_path.read_text(encoding="utf-8")
+    licences = licences_path.read_text(encoding="utf-8") if licences_path else "see the meshcat package"
     player = (Path(__file__).parent / "player.js").read_text(encoding="utf-8")
     data = json.dumps(scene, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return _TEMPLATE.format(title=html.escape(scene["title"]), licences=licences.replace("--", "- -"),

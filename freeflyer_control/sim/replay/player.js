@@ -135,7 +135,7 @@
                                           size / 24, size / 40);
       arrow.visible = false;
       viewer.set_object(["thrusters", name], arrow);
-      arrows.push(viewer.scene_tree.find(["thrusters", name]).object);
+      arrows.push(arrow);
     });
   }
   const thrusterGroup = thr ? viewer.scene_tree.find(["thrusters"]).object : null;
@@ -196,7 +196,14 @@
     legendBox.appendChild(row);
   });
 
-  const state = {frame: 0, t: T[0], playing: false, speed: 1, ready: false};
+  // What the page shows, for scripts (the tests): frame, t (s), playing, speed; ready once the
+  // first frame is on screen, drawn once the frame last shown is; setVisible(name, on) shows or
+  // hides a top-level scene node ("robot", "trails", "com", "targets", "thrusters", "object").
+  const state = {frame: 0, t: T[0], playing: false, speed: 1, ready: false, drawn: false};
+  state.setVisible = function (name, on) {
+    viewer.set_property([name], "visible", on);
+    viewer.render();
+  };
   window.replay = state;
 
   function frameAt(t) {  // last frame at or before t
@@ -233,7 +240,9 @@
     slider.value = String(k);
     const mode = D.mode_names[D.modes[k]];
     hud.textContent = `t = ${T[k].toFixed(2)} s of ${T[F - 1].toFixed(2)} s    mode: ${mode}`;
-    viewer.set_dirty();
+    viewer.render();
+    state.drawn = false;
+    requestAnimationFrame(function () { requestAnimationFrame(function () { state.drawn = true; }); });
   }
 
   let last = null;
