@@ -6,7 +6,6 @@ them; the browser tests open the page in Debian's headless Chromium and judge th
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
@@ -18,7 +17,7 @@ import pytest
 from freeflyer_control.cli.main import main
 from freeflyer_control.sim.output import write_outputs
 from freeflyer_control.sim.replay import REPLAY_HTML, replay_missing, write_replay
-from freeflyer_control.sim.replay.scene import MAX_FPS, build_scene, frame_stride
+from freeflyer_control.sim.replay.scene import MAX_FPS, build_scene, frame_stride, unpack
 from freeflyer_control.sim.run_record import RUN_JSON, read_run
 from freeflyer_control.sim.runner import SimConfig, run_simulation
 
@@ -32,8 +31,8 @@ needs_browser = pytest.mark.skipif(chromium() is None, reason="no chromium insta
 EARLY, LATE = 2.0, 10.0
 
 
-def floats(b64: str, *shape: int) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(b64), dtype="<f4").reshape(*shape)
+def floats(packed: str, *shape: int) -> np.ndarray:
+    return unpack(packed).reshape(*shape)
 
 
 @pytest.fixture(scope="module")

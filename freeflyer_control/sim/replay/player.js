@@ -2,33 +2,30 @@
 // bundle (inlined above this script) exports as MeshCat.THREE and MeshCat.Viewer; reads the run
 // from the JSON block #replay-data (freeflyer_control/sim/replay/scene.py writes it).
 // URL fragment: #t=SECONDS shows that time, paused; #t=SECONDS&play plays from there.
-(function () {
+(async function () {
   "use strict";
   const THREE = MeshCat.THREE;
   const D = JSON.parse(document.getElementById("replay-data").textContent);
 
-  function floats(b64) {
-    if (b64 === null || b64 === undefined) return null;
-    const bin = atob(b64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return new Float32Array(bytes.buffer);
-  }
   function bytesOf(b64) {
     const bin = atob(b64);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     return bytes;
   }
+  // Arrays come as base64 of zlib-deflated little-endian float32 (scene.py's pack).
+  async function inflate(b64) {
+    if (b64 === null || b64 === undefined) return null;
+    const stream = new Blob([bytesOf(b64)]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Float32Array(await new Response(stream).arrayBuffer());
+  }
+  const [T, poses, com, eePos, eeTarget, thrForces, objPoses, captured] = await Promise.all([
+    D.t, D.link_poses, D.com, D.ee_positions, D.ee_targets, D.thrusters ? D.thrusters.forces : null,
+    D.object ? D.object.poses : null, D.object ? D.object.captured : null].map(inflate));
 
   const F = D.frames.count;
-  const T = floats(D.t);
   const L = D.links.length;
-  const poses = floats(D.link_poses);
-  const com = floats(D.com);
   const E = D.end_effectors.length;
-  const eePos = floats(D.ee_positions);
-  const eeTarget = floats(D.ee_targets);
   const size = D.extent;
 
   const viewer = new MeshCat.Viewer(document.getElementById("viewer"));
@@ -125,7 +122,6 @@
 
   // --- thrusters: the force each exerts on the base, an arrow scaled by force / max_force ------
   const thr = D.thrusters;
-  const thrForces = thr ? floats(thr.forces) : null;
   const arrows = [];
   if (thr) {
     viewer.set_object(["thrusters"], new THREE.Group());
@@ -142,7 +138,6 @@
 
   // --- the object and its grasp frames -------------------------------------------------------
   const obj = D.object;
-  const objPoses = obj ? floats(obj.poses) : null;
   let objNode = null;
   if (obj) {
     viewer.set_object(["object", obj.name], new THREE.Group());
@@ -239,7 +234,9 @@
     if (objNode) setPose(objNode, objPoses, k * 7);
     slider.value = String(k);
     const mode = D.mode_names[D.modes[k]];
-    hud.textContent = `t = ${T[k].toFixed(2)} s of ${T[F - 1].toFixed(2)} s    mode: ${mode}`;
+    let text = `t = ${T[k].toFixed(2)} s of ${T[F - 1].toFixed(2)} s · mode: ${mode}`;
+    if (captured !== null) text += captured[k] > 0.5 ? " · grasp closed" : " · target free";
+    hud.textContent = text;
     viewer.render();
     state.drawn = false;
     requestAnimationFrame(function () { requestAnimationFrame(function () { state.drawn = true; }); });
