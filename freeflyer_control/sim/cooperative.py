@@ -364,7 +364,7 @@ def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True,
     """timeseries.csv, summary.json, run.json, run.mcap (sim.output's conditions), replay.html
     (if ``replay``) and the figures (if ``plots``), into ``out``, by sim.output's writers;
     ``timeseries=False``: the CSV was streamed during the run and is not written again."""
-    files = write_outputs(result, out, mcap=False, timeseries=timeseries, replay=replay)
+    files = write_outputs(result, out, timeseries=timeseries, replay=replay)
     written = list(files.values())
     if plots:
         written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
