@@ -35,7 +35,7 @@ from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
 from freeflyer_control.control.impedance import ImpedanceController, ImpedanceGains, TaskTarget
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch, ModeSwitcher
-from freeflyer_control.control.references import JointReference, TaskReference
+from freeflyer_control.control.references import BaseReference, JointReference, TaskReference
 from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGains, ResolvedRateResult
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
@@ -64,6 +64,7 @@ class TickInfo:
         tasks: the task references (task-space maneuvers), else empty.
         resolved_rate: the resolved-rate result (task-space maneuvers), else None.
         allocation_residual: base wrench the thrusters could not produce (base_link axes).
+        base_reference: the base pose reference of this tick (None: not given).
     """
 
     mode: Mode
@@ -73,6 +74,7 @@ class TickInfo:
     tasks: tuple[TaskReference, ...]
     resolved_rate: ResolvedRateResult | None
     allocation_residual: np.ndarray
+    base_reference: BaseReference | None = None
 
 
 class ControlLoop:
@@ -238,7 +240,7 @@ class ControlLoop:
             before = self.ct.effort(state, self.switcher.previous, jref, base_ref)
             effort = before.blend(effort, s)
         actuation = self.mapper.actuation(state.q, effort)
-        info = TickInfo(mode, s, effort, jref, tasks, rr, self.mapper.last_residual)
+        info = TickInfo(mode, s, effort, jref, tasks, rr, self.mapper.last_residual, base_ref)
         return actuation, info
 
     def _impedance_tick(self, t, state, dt, mode, tasks, contact_force):
@@ -278,7 +280,7 @@ class ControlLoop:
             before = self.impedance.effort(state, previous, target, self._held_attitude(state, previous, base_ref))
             effort = before.blend(effort, s)
         actuation = self.mapper.actuation(state.q, effort)
-        return actuation, TickInfo(mode, s, effort, jref, tasks, None, self.mapper.last_residual)
+        return actuation, TickInfo(mode, s, effort, jref, tasks, None, self.mapper.last_residual, base_ref)
 
     def _held_attitude(self, state, mode, base_ref):
         """Rotation-floating: the attitude acceleration (world axes) the wheels hold under the

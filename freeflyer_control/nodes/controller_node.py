@@ -15,6 +15,10 @@ Publishes at ``rate``:
   /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
+  /freeflyer/actuation         visualization_msgs/MarkerArray, 10 Hz: the force of each firing
+                               thruster on the base (arrow in base_link, THRUSTER_ARROW_M at full
+                               force) and the base attitude error (arrow along its rotation vector
+                               at the base, ATTITUDE_ARROW_M_PER_RAD, with its angle in degrees)
 Parameters ``mode`` and ``controller`` (computed_torque, resolved_rate, impedance) can be set at
 run time; an impossible mode is refused with the reason. The control laws' one-time warnings (resolved rate's "task
 rows > joints", the impedance law's singular Lambda*) are logged once and listed on
@@ -69,10 +73,17 @@ from freeflyer_control.nodes.common import (
 )
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import base_position
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
+from freeflyer_control.runtime.actuation_view import base_attitude_error, thruster_arrows
 from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
 from freeflyer_control.runtime.lockstep import base_wrench6
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
+
+# rviz arrows of /freeflyer/actuation: a thruster at its maximum force, m; the base attitude
+# error, m per rad (0.1 rad, 5.7 deg, is 20 cm: visible beside a base of tens of centimetres).
+THRUSTER_ARROW_M = 0.25
+ATTITUDE_ARROW_M_PER_RAD = 2.0
 
 PARAMS = ROBOT_PARAMS + (
     Param("rate", 500.0, "control rate, Hz", range=(1.0, 2000.0), read_only=True),
@@ -124,6 +135,7 @@ class ControllerNode(Node):
         self.pub_mode = quiet_publisher(self, String, "mode", LATCHED_QOS)
         self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.pub_actuation = quiet_publisher(self, MarkerArray, "freeflyer/actuation", COMMAND_QOS)
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
@@ -315,10 +327,12 @@ class ControllerNode(Node):
             # control rate; /diagnostics counts every zeroed tick.
             self.get_logger().warning(f"commands zeroed ({out.status}): {out.reason}",
                                       throttle_duration_sec=1.0)
-        if out.info is not None and out.info.tasks and self.server.stats.ticks >= self.next_markers_tick:
+        if self.server.stats.ticks >= self.next_markers_tick:
             # For rviz: 10 Hz is plenty, and a MarkerArray per tick costs the loop at 500 Hz.
             self.next_markers_tick = self.server.stats.ticks + self.markers_every
-            self.pub_targets.publish(self._target_markers(out.info.tasks))
+            if out.info is not None and out.info.tasks:
+                self.pub_targets.publish(self._target_markers(out.info.tasks))
+            self.pub_actuation.publish(self._actuation_markers(out))
         self.last = out
 
     def _log_events(self) -> None:
@@ -353,6 +367,43 @@ class ControllerNode(Node):
             mk.pose.orientation.w = 1.0
             mk.pose.position = Point(x=float(task.position[0]), y=float(task.position[1]), z=float(task.position[2]))
             markers.append(mk)
+        return MarkerArray(markers=markers)
+
+    def _actuation_markers(self, out: ControllerOutput) -> MarkerArray:
+        """The thrusters firing now and the base attitude error (runtime.actuation_view)."""
+        stamp = self.get_clock().now().to_msg()
+        clear = Marker()
+        clear.header.stamp, clear.action = stamp, Marker.DELETEALL  # thrusters that stopped
+        markers = [clear]
+
+        def arrow(ns, ident, frame, start, end, rgba, shaft):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = frame, stamp
+            mk.ns, mk.id, mk.type, mk.action = ns, ident, Marker.ARROW, Marker.ADD
+            mk.pose.orientation.w = 1.0
+            mk.points = [Point(x=float(start[0]), y=float(start[1]), z=float(start[2])),
+                         Point(x=float(end[0]), y=float(end[1]), z=float(end[2]))]
+            mk.scale.x, mk.scale.y, mk.scale.z = shaft, 2.0 * shaft, 3.0 * shaft
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = rgba
+            return mk
+
+        for i, a in enumerate(thruster_arrows(self.ff, out.actuation.thruster_forces, THRUSTER_ARROW_M)):
+            markers.append(arrow("thrusters", i, self.ff.base_link, a.start, a.end, (1.0, 0.25, 0.0, 1.0), 0.012))
+        state, info = self.server.state, out.info
+        if state is not None and info is not None and info.base_reference is not None:
+            error = base_attitude_error(self.ff, state.q, info.base_reference)
+            origin = base_position(self.ff, state.q)
+            markers.append(arrow("attitude_error", 0, "world", origin, origin + ATTITUDE_ARROW_M_PER_RAD * error,
+                                 (0.9, 0.1, 0.6, 1.0), 0.015))
+            text = Marker()
+            text.header.frame_id, text.header.stamp = "world", stamp
+            text.ns, text.id, text.type, text.action = "attitude_error", 1, Marker.TEXT_VIEW_FACING, Marker.ADD
+            text.pose.position = Point(x=float(origin[0]), y=float(origin[1]), z=float(origin[2]) + 0.5)
+            text.pose.orientation.w = 1.0
+            text.scale.z = 0.08
+            text.color.r, text.color.g, text.color.b, text.color.a = 0.9, 0.1, 0.6, 1.0
+            text.text = f"attitude error {np.degrees(np.linalg.norm(error)):.2f} deg"
+            markers.append(text)
         return MarkerArray(markers=markers)
 
     def _diagnose(self) -> None:
