@@ -29,7 +29,7 @@ import tf2_ros  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from freeflyer_control.sim.output import write_outputs  # noqa: E402
+from freeflyer_control.sim.writers import write_outputs  # noqa: E402
 from freeflyer_control.sim.run_record import read_run  # noqa: E402
 from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
 

@@ -15,7 +15,7 @@ import pinocchio as pin
 import pytest
 
 from freeflyer_control.cli.main import main
-from freeflyer_control.sim.output import write_outputs
+from freeflyer_control.sim.writers import write_outputs
 from freeflyer_control.sim.replay import REPLAY_HTML, replay_missing, write_replay
 from freeflyer_control.sim.replay.scene import MAX_FPS, build_scene, frame_stride, unpack
 from freeflyer_control.sim.run_record import RUN_JSON, read_run

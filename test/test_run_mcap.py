@@ -22,7 +22,7 @@ from mcap.reader import make_reader  # noqa: E402
 from mcap_ros2.decoder import DecoderFactory  # noqa: E402
 
 from freeflyer_control.physics.state import make_state  # noqa: E402
-from freeflyer_control.sim.output import write_outputs  # noqa: E402
+from freeflyer_control.sim.writers import write_outputs  # noqa: E402
 from freeflyer_control.sim.run_record import read_run  # noqa: E402
 from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
 

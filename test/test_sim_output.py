@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.sim.output import json_safe, write_outputs
+from freeflyer_control.sim.output import json_safe
+from freeflyer_control.sim.writers import write_outputs
 from freeflyer_control.sim.ros_messages import MSG_DEFINITIONS, ros2_msgdef
 from freeflyer_control.sim.plots import write_plots
 from freeflyer_control.sim.runner import SimConfig, run_simulation

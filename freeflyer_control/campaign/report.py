@@ -182,7 +182,7 @@ def write_worst(spec: CampaignSpec, rows: dict[int, dict], out: Path, plots: boo
                 replay: bool = False) -> list[Path]:
     """Re-fly the worst runs in this process and write their full outputs to worst/run_NNNNN/
     (with ``replay``, replay.html too: the caller checks that the viewer is installed)."""
-    from freeflyer_control.sim.output import write_outputs
+    from freeflyer_control.sim.writers import write_outputs
 
     from .worker import simulate
 

@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     if result is None:
         return stopped
 
-    from freeflyer_control.sim.output import write_outputs
+    from freeflyer_control.sim.writers import write_outputs
 
     files = write_outputs(result, out, timeseries=False, replay=replay)
     written = list(files.values())

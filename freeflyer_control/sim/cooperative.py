@@ -30,7 +30,7 @@ from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
 from freeflyer_control.sim.body_momentum import group_momenta
-from freeflyer_control.sim.output import write_outputs
+from freeflyer_control.sim.writers import write_outputs
 from freeflyer_control.sim.pose_record import (
     grasp_wrench_columns,
     object_pose_columns,

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from freeflyer_control.errors import FreeFlyerError
+from freeflyer_control.sim.output import SUMMARY_JSON, TIMESERIES_CSV, json_safe
 
 RUN_JSON = "run.json"
 FORMAT = 1
@@ -65,8 +66,6 @@ def run_json(kind: str, ff, *, robot, base=None, end_effectors=None, obj=None, f
              testbed=None, options=None) -> dict:
     """The content of run.json (see the module docstring) for a run of ``kind`` flown by ``ff``
     (the plant's model, whose thrusters are the ones flown)."""
-    from freeflyer_control.sim.output import json_safe
-
     if kind not in KINDS:
         raise ValueError(f"run kind {kind!r}: one of {KINDS}")
     if dataclasses.is_dataclass(options):
@@ -187,8 +186,6 @@ def read_run(folder) -> RunRecords:
     Raises:
         RunRecordError: the folder, its run.json or its timeseries.csv is missing or unreadable.
     """
-    from freeflyer_control.sim.output import SUMMARY_JSON, TIMESERIES_CSV
-
     folder = Path(folder)
     if not folder.is_dir():
         raise RunRecordError(f"{folder} is not a folder: give the --out folder of a freeflyer sim run")
