@@ -7,7 +7,7 @@ for achievable and saturated requests on each robot:
   on Python lists; what allocate ran before the kernel);
 * ``allocate, compiled``   : ``ThrusterAllocator.allocate`` with numba (the default): checks,
   the compiled kernel, the Allocation record;
-* ``kernel, compiled, from Python``: ``sim.fast.allocation.allocate_forces`` called directly;
+* ``kernel, compiled, from Python``: ``control.kernels.allocation.allocate_forces`` called directly;
 * ``kernel, compiled, in a compiled loop``: the same function called from numba code, as the
   compiled simulation engine calls it (per call; one timed call runs CHUNK requests, so under
   load its batches are CHUNK times as long and absorb more of other processes' time slices);
@@ -78,7 +78,7 @@ def _cycle(pool: np.ndarray):
 
 def cases(name: str, rng: np.random.Generator, loop_kernel) -> list[Case]:
     """The cases of one robot."""
-    from freeflyer_control.sim.fast.allocation import allocate_forces
+    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     ff = load_robot(name)
     compiled = ThrusterAllocator(ff)
@@ -113,7 +113,7 @@ def cases(name: str, rng: np.random.Generator, loop_kernel) -> list[Case]:
 
 
 def _closed_loop_config(spec: str, seconds: float, log_every_tick: bool, actuation: str = "thrusters"):
-    from freeflyer_control.sim.runner import SimConfig
+    from freeflyer_control.sim.config import SimConfig
 
     mode, maneuver = spec.split(":")
     return SimConfig(robot="spatial_6link", mode=mode, maneuver=maneuver, rate=1000.0, duration=seconds,
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from numba import njit
 
-    from freeflyer_control.sim.fast.allocation import allocate_forces
+    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     @njit(cache=False)
     def loop_kernel(B, A2, u, params, W, F, work, iwork, start):

@@ -5,7 +5,7 @@
 1 kHz, each with its own mass error seed (a Monte-Carlo campaign's shape), one process and one
 worker per CPU, for two engines:
 
-* compiled: floating mode, computed torque, the Wilde maneuver (the case sim/fast compiles);
+* compiled: floating mode, computed torque, the Wilde maneuver (the case the compiled engine runs);
 * python: flying mode, the impedance law on the end-effector point maneuver (the Python engine:
   the compiled one does not cover impedance).
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_core  # noqa: E402  (also puts the working tree first on sys.path)
 
 from freeflyer_control.sim.batch import default_workers, run_batch  # noqa: E402
-from freeflyer_control.sim.runner import SimConfig  # noqa: E402
+from freeflyer_control.sim.config import SimConfig  # noqa: E402
 
 ENGINES = {
     "compiled": dict(mode="floating", controller="computed_torque", maneuver="wilde"),

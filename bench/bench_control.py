@@ -55,7 +55,8 @@ from freeflyer_control.physics.dynamics import mass_matrix  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
 from freeflyer_control.physics.plant import Plant  # noqa: E402
 from freeflyer_control.sim import fast as fast_path  # noqa: E402
-from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
+from freeflyer_control.sim.config import SimConfig  # noqa: E402
+from freeflyer_control.sim.runner import run_simulation  # noqa: E402
 
 TICK_TARGET_US = 50.0  # control tick, spatial_6link; ControlLoop tick with impedance, spatial_7dof
 RTF_TARGET = 50.0  # freeflyer sim at 1 kHz, spatial_6link

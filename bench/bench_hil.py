@@ -45,7 +45,7 @@ from freeflyer_control.hil.runner import run_hil
 from freeflyer_control.hil.safety import _brake_acceleration
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.runner import SimConfig, initial_state
+from freeflyer_control.sim.config import SimConfig, initial_state
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "testbeds" / "planar_4link.yaml"
 POOL = 1000                 # distinct pre-made messages per input, handed out in turn

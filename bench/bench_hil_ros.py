@@ -88,7 +88,7 @@ def _label(pid: int) -> str:
     return os.path.basename(argv[0]) if argv else f"pid {pid}"
 
 
-WARM_UP = ("from freeflyer_control.sim.fast.plant import make_plant; "
+WARM_UP = ("from freeflyer_control.physics.kernels.plant import make_plant; "
            "from freeflyer_control.model import load_robot; from freeflyer_control.physics.state import make_state; "
            "ff = load_robot('planar_4link'); print(make_plant(ff, make_state(ff), 1e-3)[1])")
 

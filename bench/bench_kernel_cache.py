@@ -1,4 +1,4 @@
-"""Cost of the stale-kernel-cache guard (freeflyer_control.sim.fast.cache), paid once per process.
+"""Cost of the stale-kernel-cache guard (freeflyer_control.physics.kernels.cache), paid once per process.
 
 Prints a Markdown table of median times over interleaved repeats of:
 
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from freeflyer_control.sim.fast import cache
+from freeflyer_control.physics.kernels import cache
 
 
 def _once(fn) -> float:

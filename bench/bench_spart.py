@@ -16,7 +16,7 @@ the order of all the functions, each sample a batch of consecutive calls; median
   saturation in front (done once per plant step, not once per right-hand side);
 * ``Plant.step`` / 4: a whole RKMK4 step (4 right-hand sides, 5 exponentials, the momentum
   projection with its mass matrix, the divergence checks), per right-hand side;
-* the compiled engine's plant step (sim/fast's numba kernel, where numba is installed: ABA in
+* the compiled engine's plant step (physics/kernels, numba, where numba is installed: ABA in
   three stages, M and b at the new state for the projection and the next step) / 4: what the same step
   costs compiled (no saturation, no divergence checks), called from Python, and in a compiled
   loop as the compiled engine runs it; and the fixed costs of a call from Python (numba's
@@ -140,7 +140,7 @@ def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case
 
 
 def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
-    """The compiled engine's plant step (sim/fast, numba: the first stage a Cholesky solve with
+    """The compiled engine's plant step (physics/kernels, numba: the first stage a Cholesky solve with
     M(q0), b(q0, v0) given, the articulated-body algorithm in the other three, then M, b at the
     new state for the projection and the next step) called from Python, the same step in a compiled loop
     of LOOP steps (no per-call dispatch: what the compiled engine pays per step), and the fixed
@@ -155,8 +155,8 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
     from numba import njit
 
     from freeflyer_control.physics.momentum import world_momentum
-    from freeflyer_control.sim.fast import kernels as K
-    from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+    from freeflyer_control.physics.kernels import rigid_body as K
+    from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
 
     try:
         km_full = kernel_model(ff)
@@ -201,7 +201,7 @@ def compiled_case(ff, robot: str, states, taus) -> list[bench_core.Case]:
 
     for f in (step, step_loop, dispatch, allocation):
         f()  # compile, or load numba's cache, before the warm-up
-    return [bench_core.Case(robot, "compiled plant_step (ABA, sim/fast kernel, numba) / 4", step),
+    return [bench_core.Case(robot, "compiled plant_step (ABA, physics/kernels, numba) / 4", step),
             bench_core.Case(robot, f"the same, in a compiled loop of {LOOP} steps / {4 * LOOP}", step_loop),
             bench_core.Case(robot, "fixed cost: numba dispatch of plant_step's arguments (no-op)", dispatch),
             bench_core.Case(robot, "fixed cost: K.workspace, the step's scratch (once per run)", allocation)]

@@ -17,11 +17,11 @@ another), measured in one process:
      the articulated-body algorithm in the other three RK stages, then CRBA + RNEA at the new
      state: the projection's base rows, and the M, b the controller of the next tick uses),
      stepping on under small held torques;
-   * on an end-effector maneuver, the joint reference (``task_kernels.ee_joint_reference``: the
+   * on an end-effector maneuver, the joint reference (``control.kernels.resolved_rate.ee_joint_reference``: the
      targets, the GJM, the damped least-squares solve; under computed torque also the kinematics
      and CRBA at the integrated reference), on states near the maneuver's start.
 
-The rest of a tick (the computed-torque law of ``control_kernels.mode_effort``, the joint
+The rest of a tick (the computed-torque law of ``control.kernels.computed_torque.mode_effort``, the joint
 reference of a joint maneuver and the PD law, saturation, the divergence check, the compiled
 logging, and the Recorder's series computed after each compiled chunk) is the tick's CPU time
 minus the cases above.
@@ -48,7 +48,8 @@ from freeflyer_control.model import load_robot  # noqa: E402
 from freeflyer_control.physics.momentum import world_momentum  # noqa: E402
 from freeflyer_control.physics.state import State  # noqa: E402
 from freeflyer_control.sim import fast  # noqa: E402
-from freeflyer_control.sim.runner import SimConfig, run_simulation  # noqa: E402
+from freeflyer_control.sim.config import SimConfig  # noqa: E402
+from freeflyer_control.sim.runner import run_simulation  # noqa: E402
 
 N_STATES = 64
 
@@ -56,8 +57,8 @@ N_STATES = 64
 def kernel_cases(robot: str, rate: float, substeps: int, chunk: int) -> list[bench_core.Case]:
     from numba import njit
 
-    from freeflyer_control.sim.fast import kernels as K
-    from freeflyer_control.sim.fast.model import kernel_model
+    from freeflyer_control.physics.kernels import rigid_body as K
+    from freeflyer_control.physics.kernels.arrays import kernel_model
 
     ff = load_robot(robot)
     kmm = kernel_model(ff)
@@ -109,21 +110,21 @@ def kernel_cases(robot: str, rate: float, substeps: int, chunk: int) -> list[ben
 
 
 def reference_case(robot: str, mode: str, controller: str, maneuver: str, chunk: int) -> bench_core.Case:
-    """The end-effector joint reference of a compiled tick (``task_kernels.ee_joint_reference``:
+    """The end-effector joint reference of a compiled tick (``control.kernels.resolved_rate.ee_joint_reference``:
     targets, the GJM, the damped least-squares solve; under computed torque also the kinematics
     and CRBA at the integrated reference), on states near the maneuver's start."""
     from numba import njit
 
     from freeflyer_control.control.loop import ControlLoop
     from freeflyer_control.control.maneuvers import make_maneuver
-    from freeflyer_control.physics import compiled as PC
+    from freeflyer_control.physics.kernels import reduced as PC
     from freeflyer_control.physics.gjm import mode_layout
     from freeflyer_control.physics.modes import Mode
-    from freeflyer_control.sim.fast import kernels as K
-    from freeflyer_control.sim.fast import task_kernels as TK
-    from freeflyer_control.sim.fast.model import kernel_model
+    from freeflyer_control.physics.kernels import rigid_body as K
+    from freeflyer_control.control.kernels import resolved_rate as TK
+    from freeflyer_control.physics.kernels.arrays import kernel_model
     from freeflyer_control.sim.fast.runner import _task_arrays
-    from freeflyer_control.sim.runner import initial_state
+    from freeflyer_control.sim.config import initial_state
 
     import pinocchio as pin
 

@@ -78,7 +78,7 @@ def test_compiled_and_list_paths_make_the_same_wrench_with_the_same_fuel_on_dege
 def test_interpreted_kernel_is_the_function_the_compiled_path_runs(name):
     """The plain functions, run by the interpreter, give bit for bit what numba's compilation of
     them gives (numba keeps IEEE order: no fastmath), so the compiled path has no second copy."""
-    from freeflyer_control.sim.fast.allocation import allocate_forces
+    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     al = ThrusterAllocator(robot(name))
     rng = np.random.default_rng(17)

@@ -19,7 +19,8 @@ from freeflyer_control.campaign.worker import fly, run_config, simulate
 from freeflyer_control.cli.main import main, parse
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.sim.perturbation import Perturbation
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 # Short runs: 0.2 s at 250 Hz is 50 control ticks, enough for every dispersion to show.
 BASE = {"robot": "planar_4link", "mode": "floating", "controller": "computed_torque", "maneuver": "wilde",

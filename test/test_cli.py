@@ -444,7 +444,7 @@ def refusal(capsys, *argv: str) -> str:
 def typed_options():
     """(subcommand path, option, type) of every option the parser converts to a number."""
     from freeflyer_control.cli.main import build_parser
-    from freeflyer_control.cli.options import Number, Whole
+    from freeflyer_control.inputs.values import Number, Whole
 
     def walk(parser, path):
         for action in parser._actions:
@@ -665,7 +665,7 @@ def test_sim_via_testbed_shows_the_progress_bar(capsys, tmp_path):
 
 def test_run_via_testbed_reports_progress_in_simulated_time_up_to_the_end():
     from freeflyer_control.hil.sim import run_via_testbed
-    from freeflyer_control.sim.runner import SimConfig
+    from freeflyer_control.sim.config import SimConfig
 
     calls = []
     run_via_testbed(SimConfig(duration=0.2), "planar_4link", progress=lambda t, d: calls.append((t, d)))
@@ -677,7 +677,7 @@ def test_run_via_testbed_reports_progress_in_simulated_time_up_to_the_end():
 @pytest.mark.parametrize("schedule", [[(float("nan"), "flying")], [(-1.0, "flying")],
                                       [(5.0, "flying"), (2.0, "floating")]])
 def test_the_library_refuses_the_schedules_the_command_line_refuses(schedule):
-    from freeflyer_control.sim.runner import SimConfig
+    from freeflyer_control.sim.config import SimConfig
 
     with pytest.raises(ValueError, match="mode_schedule entry"):
         SimConfig(mode_schedule=schedule).validate()

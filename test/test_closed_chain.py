@@ -9,7 +9,8 @@ import pinocchio as pin
 import pytest
 from conftest import robot
 
-from freeflyer_control.model.objects import attach_object, check_object, grasp_frame_name, load_object
+from freeflyer_control.physics.grasp_pose import check_object
+from freeflyer_control.model.objects import attach_object, grasp_frame_name, load_object
 from freeflyer_control.physics.closed_chain import (
     ClosedChainPlant,
     constrained_acceleration,

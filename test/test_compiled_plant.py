@@ -1,4 +1,4 @@
-"""The compiled plant (sim/fast/plant.py) of the testbed emulator and plant_node against the Python Plant it replaces.
+"""The compiled plant (physics/kernels/plant.py) of the testbed emulator and plant_node against the Python Plant it replaces.
 
 Skipped where numba is not installed (the optional 'fast' extra); the Python plant then runs,
 which test_hil_emulator.py and test_hil_closed_loop.py cover.
@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from freeflyer_control.sim.fast.plant import CompiledPlant, make_plant
+from freeflyer_control.physics.kernels.plant import CompiledPlant, make_plant
 from freeflyer_control.hil.config import load_testbed_config
 from freeflyer_control.hil.emulator import TestbedEmulator
 from freeflyer_control.model import load_robot

@@ -1,4 +1,4 @@
-"""The compiled GJM and H*/C* (physics.compiled, numba) give the NumPy reference's numbers.
+"""The compiled GJM and H*/C* (physics.kernels.reduced, numba) give the NumPy reference's numbers.
 
 With numba installed, generalized_jacobian and reduced_dynamics finish with one compiled call;
 the NumPy / LAPACK expressions stay the reference (physics.fastpath picks the path). Both run
@@ -104,10 +104,10 @@ def test_compiled_reduced_dynamics_equal_the_numpy_ones_with_and_without_idle_wh
 def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star_and_its_columns(name, mode):
     """The compiled computed-torque tick's route to H* acc + C* and to the columns of H* a
     hybrid solve needs (one Cholesky factorisation and matrix-vector products,
-    physics.compiled.reduced_effort_into) gives the NumPy reference's, with and without idle
+    physics.kernels.reduced.reduced_effort_into) gives the NumPy reference's, with and without idle
     wheels. Tolerance: that of the H*, C* themselves (module docstring), of the largest term
     of the product."""
-    from freeflyer_control.physics import compiled
+    from freeflyer_control.physics.kernels import reduced as compiled
     from freeflyer_control.physics.reduced import reduced_plan
 
     ff = load_robot(name)
@@ -134,7 +134,7 @@ def test_reduced_effort_without_forming_h_star_equals_h_star_acc_plus_c_star_and
 
 
 def test_reduced_effort_reports_a_non_positive_definite_free_inertia_as_potrf_does():
-    from freeflyer_control.physics import compiled
+    from freeflyer_control.physics.kernels import reduced as compiled
     from freeflyer_control.physics.reduced import reduced_plan
 
     ff = load_robot("spatial_6link")

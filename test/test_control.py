@@ -18,7 +18,8 @@ from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 
 def _angle_from_start(quats: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ from freeflyer_control.physics.contact import STIFFNESS, WallContact, base_react
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 
 def _ee(ff, state):

@@ -15,10 +15,11 @@ from freeflyer_control.model.robots import robot_names
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State
-from freeflyer_control.sim.fast import kernels as K
-from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+from freeflyer_control.physics.kernels import rigid_body as K
+from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
 from freeflyer_control.sim.fast.runner import not_covered, run_fast
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 from fast_support import assert_same_run
 
 ROBOTS = robot_names()

@@ -28,15 +28,16 @@ from freeflyer_control.physics.actuators import (
     thruster_matrix,
 )
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics import compiled as physics_compiled
+from freeflyer_control.physics.kernels import reduced as physics_compiled
 from freeflyer_control.physics.state import (
     State, base_rotation_into, rotation_from_xyzw, world_to_local_base_map_into)
-from freeflyer_control.sim.fast import control_kernels as CK
-from freeflyer_control.sim.fast import kernels as K
-from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+from freeflyer_control.control.kernels import computed_torque as CK
+from freeflyer_control.physics.kernels import rigid_body as K
+from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
 from freeflyer_control.sim.fast.runner import (
     _due_tick, _mode_table, _reduced_layouts, compile_notice, not_covered, run_fast)
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 from fast_support import assert_same_run
 
 MODES = list(Mode)

@@ -16,16 +16,17 @@ from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import EECircle, EEPoint, make_maneuver
 from freeflyer_control.control.resolved_rate import damped_least_squares, damping_lambda2
 from freeflyer_control.model import load_robot
-from freeflyer_control.physics import compiled as PC
+from freeflyer_control.physics.kernels import reduced as PC
 from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import thin_svd
 from freeflyer_control.physics.state import State, with_joint_positions
-from freeflyer_control.sim.fast import kernels as K
-from freeflyer_control.sim.fast import task_kernels as TK
-from freeflyer_control.sim.fast.model import kernel_model
+from freeflyer_control.physics.kernels import divergence
+from freeflyer_control.physics.kernels import rigid_body as K
+from freeflyer_control.control.kernels import resolved_rate as TK
+from freeflyer_control.physics.kernels.arrays import kernel_model
 from freeflyer_control.sim.fast.runner import _task_arrays
-from freeflyer_control.sim.runner import SimConfig, initial_state
+from freeflyer_control.sim.config import SimConfig, initial_state
 from fast_support import assert_same_run
 from test_fast_kernel import MODELS, load
 
@@ -256,7 +257,7 @@ def test_step_check_rejects_what_plant_step_rejects():
     """The compiled check's three outcomes on one spatial_6link step: accepted, a speed over
     its bound (or NaN), an energy gain the work does not explain."""
     from freeflyer_control.physics.plant import velocity_bounds
-    from freeflyer_control.sim.fast import control_kernels as CK
+    from freeflyer_control.control.kernels import computed_torque as CK
 
     ff = load_robot("spatial_6link")
     km = kernel_model(ff).arrays()
@@ -268,14 +269,14 @@ def test_step_check_rejects_what_plant_step_rejects():
     stages = np.zeros((9, nv))  # a step with zero accelerations: work = h tau . v0
     tau, h, bounds = np.zeros(nv), 1e-3, velocity_bounds(ff)
     energy = 0.5 * state.v @ M @ state.v
-    assert CK.step_check(state.v, tau, h, state.v, M, stages, bounds, energy)[0] == 0.0
+    assert divergence.step_check(state.v, tau, h, state.v, M, stages, bounds, energy)[0] == 0.0
     fast = state.v.copy()
     fast[ff.nb] = 1.01 * bounds[ff.nb]
-    assert CK.step_check(state.v, tau, h, fast, M, stages, bounds, energy)[0] == CK.DIVERGED_SPEED
+    assert divergence.step_check(state.v, tau, h, fast, M, stages, bounds, energy)[0] == divergence.DIVERGED_SPEED
     fast[ff.nb] = np.nan
-    assert CK.step_check(state.v, tau, h, fast, M, stages, bounds, energy)[0] == CK.DIVERGED_SPEED
-    code, gained, work = CK.step_check(state.v, tau, h, 1.1 * state.v, M, stages, bounds, energy)
-    assert code == CK.DIVERGED_ENERGY and work == 0.0 and gained == pytest.approx(1.21 * energy, rel=1e-12)
+    assert divergence.step_check(state.v, tau, h, fast, M, stages, bounds, energy)[0] == divergence.DIVERGED_SPEED
+    code, gained, work = divergence.step_check(state.v, tau, h, 1.1 * state.v, M, stages, bounds, energy)
+    assert code == divergence.DIVERGED_ENERGY and work == 0.0 and gained == pytest.approx(1.21 * energy, rel=1e-12)
 
 
 def test_a_run_through_the_damped_region_matches_the_python_engine():

@@ -70,7 +70,7 @@ def test_fuzz_allocate_returns_finite_forces_within_limits_or_refuses_non_finite
 @pytest.mark.skipif(not fast.available(), reason="numba not installed")
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_fuzz_compiled_kernel_never_raises_and_zeroes_forces_when_invalid(name):
-    from freeflyer_control.sim.fast.allocation import allocate_forces
+    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     ff = robot(name)
     B, A2, u, params = kernel.allocator_arrays(allocation.thruster_matrix(ff), ff.thruster_max_forces)

@@ -25,14 +25,15 @@ import numpy as np
 import pytest
 
 from fuzz_support import ABSURD_FINITE, adversarial_float, fuzz_count, fuzz_rng
-from freeflyer_control.cli.common import parse_joint_positions, validation_robot
+from freeflyer_control.cli.common import validation_robot
+from freeflyer_control.model.joint_positions import parse_joint_positions
 from freeflyer_control.cli.main import build_parser, parse
-from freeflyer_control.cli.options import Number, Whole
+from freeflyer_control.inputs.values import Number, Whole
 from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.resources import share_dir
 from freeflyer_control.sim.limits import MAX_LOG_SAMPLES, MAX_PLANT_STEPS, log_samples
-from freeflyer_control.sim.runner import parse_mode_schedule
+from freeflyer_control.sim.config import parse_mode_schedule
 
 ROBOTS = ("planar_4link", "planar_4link", "planar_4link", "spatial_6link", "dual_arm_planar",
           "spatial_7dof")

@@ -16,7 +16,8 @@ from freeflyer_control.control.maneuvers import Maneuver, StationKeeping, Wilde
 from freeflyer_control.hil.emulator import Fault
 from freeflyer_control.hil.runner import Event, run_hil
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 
 def test_wilde_maneuver_in_floating_mode_tracks_through_the_testbed_as_in_the_ideal_loop():

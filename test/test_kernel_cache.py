@@ -1,7 +1,7 @@
-"""The stale-kernel-cache guard (freeflyer_control.sim.fast.cache) against real numba caches.
+"""The stale-kernel-cache guard (freeflyer_control.physics.kernels.cache) against real numba caches.
 
 A tiny package in tmp_path has a cached kernel in ``tinypkg/kern.py`` that compiles a plain law
-from ``tinypkg/laws/helper.py`` (as sim/fast/kernels.py compiles control/maneuvers.py's
+from ``tinypkg/laws/helper.py`` (as physics/kernels/rigid_body.py compiles control/maneuvers.py's
 wilde_profile); each run is a fresh interpreter, as after a ``git pull``.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from freeflyer_control.sim import fast
-from freeflyer_control.sim.fast import cache
+from freeflyer_control.physics import kernels as fast
+from freeflyer_control.physics.kernels import cache
 
 pytestmark = pytest.mark.skipif(not fast.available(), reason="needs numba (pip extra fast)")
 
@@ -43,7 +43,7 @@ logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
 root, guard = sys.argv[1], sys.argv[2] == "guard"
 sys.path.insert(0, root)
 if guard:
-    from freeflyer_control.sim.fast.cache import refresh
+    from freeflyer_control.physics.kernels.cache import refresh
     refresh(Path(root, "tinypkg"), {sources!r})
 from tinypkg import kern
 value = kern.kernel(1.0)
@@ -232,27 +232,44 @@ def test_kernel_sources_cover_every_module_compiled_into_a_kernel():
         needed.add(path)
         needed.update(_package_imports(tree, modules) - {Path(cache.__file__)})
     rel = lambda paths: sorted(str(p.relative_to(cache.PACKAGE_DIR)) for p in paths)  # noqa: E731
-    assert rel(needed - listed) == [], "add these to sim/fast/cache.py KERNEL_SOURCES"
+    assert rel(needed - listed) == [], "add these to physics/kernels/cache.py KERNEL_SOURCES"
     assert rel(listed - needed) == [], "no kernel module imports these: drop them from the list"
 
 
+# The packages kernel modules may live in: physics.kernels checks the cache when it is imported,
+# the other two import it from their __init__ before any of their modules loads.
+KERNEL_PACKAGES = ("physics/kernels", "control/kernels", "sim/fast")
+
+
 def test_every_kernel_module_checks_the_cache_before_its_kernels_load():
-    init = ast.parse((Path(cache.__file__).parent / "__init__.py").read_text())
-    assert _calls_ensure_fresh(init), "sim/fast/__init__.py must call ensure_fresh()"
-    for path, tree in _kernel_modules().items():
-        under_sim_fast = path.parent == Path(cache.__file__).parent  # through the package import
-        assert under_sim_fast or _calls_ensure_fresh(tree), f"{path} must call ensure_fresh()"
+    home = Path(cache.__file__).parent
+    assert _calls_ensure_fresh(ast.parse((home / "__init__.py").read_text())), \
+        "physics/kernels/__init__.py must call ensure_fresh()"
+    for path in _kernel_modules():
+        package = path.parent.relative_to(cache.PACKAGE_DIR).as_posix()
+        assert package in KERNEL_PACKAGES, \
+            f"{path}: numba kernels belong in {', '.join(KERNEL_PACKAGES)} (their imports check the cache)"
+        if path.parent != home:
+            init = ast.parse((path.parent / "__init__.py").read_text())
+            assert _imports_physics_kernels(init), \
+                f"{path.parent}/__init__.py must import freeflyer_control.physics.kernels first"
 
 
 def test_importing_the_compiled_path_checks_the_cache_once(tmp_path):
-    # importing the module imports its package sim.fast first; a second check would call
+    # importing the module imports its package physics.kernels first; a second check would call
     # refresh = None and fail
-    code = ("import freeflyer_control.sim.fast.cache as c; done = c._done; c.refresh = None; "
+    code = ("import freeflyer_control.physics.kernels.cache as c; done = c._done; c.refresh = None; "
             "c.ensure_fresh(); print(done)")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.strip() == "True"
+
+
+def _imports_physics_kernels(tree: ast.Module) -> bool:
+    return any((isinstance(n, ast.ImportFrom) and n.module == "freeflyer_control.physics.kernels")
+               or (isinstance(n, ast.Import) and any(a.name == "freeflyer_control.physics.kernels" for a in n.names))
+               for n in ast.walk(tree))
 
 
 def _calls_ensure_fresh(tree: ast.Module) -> bool:

@@ -135,7 +135,7 @@ def plant_step_compiled():
 
     from freeflyer_control.sim.fast import available
     if available():
-        subprocess.run([sys.executable, "-c", "from freeflyer_control.sim.fast.plant import make_plant; "
+        subprocess.run([sys.executable, "-c", "from freeflyer_control.physics.kernels.plant import make_plant; "
                         "from freeflyer_control.model import load_robot; "
                         "from freeflyer_control.physics.state import make_state; ff = load_robot('planar_4link'); "
                         "print(make_plant(ff, make_state(ff), 1e-3)[1])"],

@@ -291,7 +291,8 @@ def test_a_lockstep_sim_that_diverges_ends_early_with_one_line_and_exit_status_3
 
 def test_a_gentle_maneuver_at_a_low_rate_is_not_taken_for_a_divergence():
     # Wilde's joint maneuver at 2 Hz (125x coarser than the default) is merely inaccurate.
-    from freeflyer_control.sim.runner import SimConfig, run_simulation
+    from freeflyer_control.sim.config import SimConfig
+    from freeflyer_control.sim.runner import run_simulation
 
     result = run_simulation(SimConfig(rate=2.0, duration=30.0), fast=False)
     assert result.summary["plant_diverged"] is None

@@ -13,15 +13,14 @@ from conftest import robot
 
 from freeflyer_control.errors import ConfigError, ModelError
 from freeflyer_control.model.objects import (
-    REACH_TOL,
     attach_object,
-    check_object,
     grasp_frame_name,
     load_object,
     object_config_dir,
     object_names,
     parse_object,
 )
+from freeflyer_control.physics.grasp_pose import REACH_TOL, check_object
 from freeflyer_control.physics.state import make_state
 
 PAIRS = [("dual_arm_planar", "planar_box"), ("spatial_dual_arm", "spatial_box")]

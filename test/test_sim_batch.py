@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from freeflyer_control.sim.batch import run_batch
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 # Figures of the wall clock, which differ between any two runs.
 WALL_CLOCK = {"real_time_factor", "wall_time_s"}

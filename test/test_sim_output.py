@@ -22,7 +22,8 @@ from freeflyer_control.sim.output import json_safe
 from freeflyer_control.sim.writers import write_outputs
 from freeflyer_control.sim.ros_messages import MSG_DEFINITIONS, ros2_msgdef
 from freeflyer_control.sim.plots import write_plots
-from freeflyer_control.sim.runner import SimConfig, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.runner import run_simulation
 
 REQUIRED_SUMMARY_KEYS = {
     "max_abs_linear_momentum", "max_abs_angular_momentum", "com_drift_m",
@@ -320,7 +321,7 @@ def test_streamed_rows_reach_the_disk_before_the_run_ends(scheduled, tmp_path):
 
 def test_every_summary_figure_of_a_run_with_no_samples_is_not_available_with_the_reason(scheduled):
     from freeflyer_control.sim.metrics import run_metrics
-    from freeflyer_control.sim.runner import Recorder
+    from freeflyer_control.sim.result import Recorder
 
     empty = Recorder(scheduled.robot).series()
     for task_space in (False, True):

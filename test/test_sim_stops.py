@@ -143,8 +143,8 @@ def crash_point(engine: str):
         return Plant, "step", 300
     if engine == "compiled":
         pytest.importorskip("numba", reason="the compiled engine needs numba (the 'fast' extra)")
-        from freeflyer_control.sim.fast import control_kernels
-        return control_kernels, "run_ticks", 3
+        from freeflyer_control.sim.fast import loop
+        return loop, "run_ticks", 3
     from freeflyer_control.hil.emulator import TestbedEmulator
     return TestbedEmulator, "advance", 300
 

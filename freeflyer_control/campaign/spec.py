@@ -166,7 +166,7 @@ def _whole(value, key: str, lo: int, hi: int, required: bool = False) -> int:
 
 def base_config(raw: Mapping):
     """The SimConfig of the spec's run keys (no dispersion), checked as ``freeflyer sim`` checks them."""
-    from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule
+    from freeflyer_control.sim.config import SimConfig, parse_mode_schedule
 
     if raw.get("faults") and not raw.get("via_testbed"):
         raise ValueError("campaign spec: faults need via_testbed (the emulated testbed injects them); "
@@ -227,11 +227,14 @@ def _robot(raw: Mapping, config):
     else:
         ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
     if raw.get("q0") is not None:
-        from freeflyer_control.cli.common import check_joint_limits, parse_joint_positions
+        from freeflyer_control.inputs.values import UsageError
+        from freeflyer_control.model.joint_positions import joint_limit_problem, parse_joint_positions
 
         q0 = raw["q0"]
         q = parse_joint_positions(ff, q0 if isinstance(q0, str) else json.dumps(q0), "q0")
-        check_joint_limits(ff, q, "q0", refuse=True, command="campaign")
+        problem = joint_limit_problem(ff, q, "q0")
+        if problem:
+            raise UsageError(f"{problem}; give angles inside the limits")
     return ff
 
 

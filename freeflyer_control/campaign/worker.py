@@ -20,7 +20,7 @@ def run_config(spec: CampaignSpec, run: int):
     values = spec.draw(run)
     config = base_config(spec.raw)
     if spec.raw.get("q0") is not None:
-        from freeflyer_control.cli.common import parse_joint_positions
+        from freeflyer_control.model.joint_positions import parse_joint_positions
 
         q0 = spec.raw["q0"]
         config.initial_joint_positions = parse_joint_positions(
@@ -28,7 +28,8 @@ def run_config(spec: CampaignSpec, run: int):
     config.perturbation = RunPerturbation(values, spec.run_seed(run))
     settings, faults = None, []
     if spec.via_testbed:
-        from freeflyer_control.hil.emulator import EmulatorSettings, parse_fault
+        from freeflyer_control.hil.emulator import parse_fault
+        from freeflyer_control.hil.emulator_settings import EmulatorSettings
 
         from freeflyer_control.hil.config import load_testbed_config
 

@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from freeflyer_control.cli.options import UsageError, Whole
+from freeflyer_control.inputs.values import UsageError, Whole
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 from pathlib import Path
 
-import numpy as np
-
-from freeflyer_control.cli.options import ANGLE, UsageError, warn
+from freeflyer_control.inputs.values import UsageError
+from freeflyer_control.cli.options import warn
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
-from freeflyer_control.model.joint_limits import limit_violations
+from freeflyer_control.model.joint_positions import joint_limit_problem, parse_joint_positions
 
 
 def add_robot_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,71 +73,16 @@ def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
     return frame
 
 
-def parse_joint_positions(ff: FreeFlyerModel, text: str | None, option: str = "--q") -> dict[str, float]:
-    """Joint angles from JSON: {"joint": rad, ...}, or a list for the arm joints (in
-    ``ff.arm_joint_names`` order) or for all joints (``ff.joint_names`` order).
-
-    Raises:
-        UsageError: naming ``option`` (the option as the user typed it).
-    """
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError; ints past Python's digit limit
-        raise UsageError(f"{option} is not valid JSON ({getattr(exc, 'msg', 'nested too deep')}): "
-                         f"{_shown(text)}") from None
-    if isinstance(value, dict):
-        unknown = [str(k) for k in value if str(k) not in ff.joint_names]
-        if unknown:
-            raise UsageError(f"{option} names joint {_shown(unknown[0])}, which robot '{ff.name}' "
-                             f"does not have; joints: {list(ff.joint_names)}")
-        return {str(k): _angle(v, f"{option}[{str(k)!r}]") for k, v in value.items()}
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list):
-        raise UsageError(f"{option} must be a JSON list of angles or an object {{joint: angle}}, "
-                         f"got {_shown(text)}")
-    arr = np.array([_angle(v, f"{option}[{i}]") for i, v in enumerate(value)], dtype=float)
-    for names in (ff.arm_joint_names, ff.joint_names):
-        if arr.size == len(names):
-            return dict(zip(names, arr.tolist()))
-    raise UsageError(
-        f"{option} has {arr.size} angles; give {len(ff.arm_joint_names)} (arm joints "
-        f"{list(ff.arm_joint_names)}) or {len(ff.joint_names)} (all joints), or an object"
-    )
-
-
 def check_joint_limits(ff: FreeFlyerModel, positions: dict[str, float], option: str, *,
                        refuse: bool, command: str) -> None:
     """Refuse (``refuse``: a pose the run starts from or drives to) or warn about (a pose only
     queried) joint angles outside the URDF limits."""
-    outside = limit_violations(ff, positions)
-    if not outside:
+    problem = joint_limit_problem(ff, positions, option)
+    if problem is None:
         return
-    more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
     if refuse:
-        raise UsageError(f"{option}: {outside[0]}{more}; give angles inside the limits")
-    warn(command, f"{option}: {outside[0]}{more}; the robot cannot reach this pose")
-
-
-def _shown(value: object, limit: int = 60) -> str:
-    """``value`` quoted for a message, cut to one short line."""
-    text = repr(str(value))
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
-def _angle(value: object, what: str) -> float:
-    """One joint angle from JSON: a finite number (json accepts NaN and Infinity)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{what} must be a number (rad), got {_shown(value)}")
-    try:
-        x = float(value)
-    except OverflowError:  # a JSON integer of hundreds of digits
-        x = float("inf")
-    if not ANGLE.accepts(x):
-        raise UsageError(f"{what} must be {ANGLE.describe()}, got {_shown(value)}")
-    return x
+        raise UsageError(f"{problem}; give angles inside the limits")
+    warn(command, f"{problem}; the robot cannot reach this pose")
 
 
 def add_mode_frame_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,11 +19,11 @@ from freeflyer_control.cli.common import (
     add_mode_frame_arguments,
     add_robot_arguments,
     frame_from_args,
-    parse_joint_positions,
     robot_from_args,
     validate_query_pose,
 )
-from freeflyer_control.cli.options import Number
+from freeflyer_control.model.joint_positions import parse_joint_positions
+from freeflyer_control.inputs.values import Number
 from freeflyer_control.physics.gjm import generalized_jacobian
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SIGMA_NEAR, block_measures, near_singular, singularity_warning

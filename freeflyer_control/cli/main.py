@@ -16,7 +16,8 @@ from typing import Sequence
 
 from freeflyer_control import __version__
 from freeflyer_control.cli import campaign, check, gjm, osi, plan, replay, sim, testbed, workspace
-from freeflyer_control.cli.options import Number, OneLineParser, Whole
+from freeflyer_control.inputs.values import Number, Whole
+from freeflyer_control.cli.options import OneLineParser
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, replay, workspace, plan, testbed, osi, campaign)

@@ -15,9 +15,10 @@ import json
 import sys
 
 from freeflyer_control.cli.common import (
-    add_mode_frame_arguments, add_robot_arguments, frame_from_args, parse_joint_positions,
+    add_mode_frame_arguments, add_robot_arguments, frame_from_args,
     validate_query_pose,
 )
+from freeflyer_control.model.joint_positions import parse_joint_positions
 from freeflyer_control.model import load_robot
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import operational_space_inertia

@@ -22,11 +22,11 @@ import numpy as np
 from freeflyer_control.cli.common import (
     add_robot_arguments,
     check_joint_limits,
-    parse_joint_positions,
     robot_from_args,
     validation_robot,
 )
-from freeflyer_control.cli.options import ANGLE, Number, UsageError, Whole
+from freeflyer_control.model.joint_positions import parse_joint_positions
+from freeflyer_control.inputs.values import ANGLE, Number, UsageError, Whole
 from freeflyer_control.sim.limits import MIN_RATE_HZ
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.state import State, make_state

@@ -10,12 +10,13 @@ from pathlib import Path
 from freeflyer_control.cli.common import (
     add_robot_arguments,
     check_joint_limits,
-    parse_joint_positions,
     replay_wanted,
     validation_robot,
     validation_testbed,
 )
-from freeflyer_control.cli.options import SEED, Number, UsageError, Whole, warn
+from freeflyer_control.model.joint_positions import parse_joint_positions
+from freeflyer_control.inputs.values import SEED, Number, UsageError, Whole
+from freeflyer_control.cli.options import warn
 from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.cli.outdir import prepare_output_folder
 from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
@@ -26,7 +27,8 @@ from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
 from freeflyer_control.sim.metrics import NOT_AVAILABLE
-from freeflyer_control.sim.runner import SimConfig, parse_mode_schedule, run_simulation
+from freeflyer_control.sim.config import SimConfig, parse_mode_schedule
+from freeflyer_control.sim.runner import run_simulation
 
 # Shown at the end of a run: the figures a reader checks first.
 HEADLINE = (

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from freeflyer_control.cli.options import Number, UsageError
+from freeflyer_control.inputs.values import Number, UsageError
 from freeflyer_control.sim.output import json_safe
 
 INTERNAL_FORCE = Number(-1e3, 1e3, unit="N")

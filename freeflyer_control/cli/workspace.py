@@ -22,7 +22,7 @@ from freeflyer_control.analysis.workspace import (
     reachable_annulus,
 )
 from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, robot_from_args
-from freeflyer_control.cli.options import SEED, Whole
+from freeflyer_control.inputs.values import SEED, Whole
 from freeflyer_control.errors import ModelError
 
 

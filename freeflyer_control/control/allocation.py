@@ -25,8 +25,8 @@ Both stages are exact finite active-set methods, not iterative solvers with a to
 Both have one definition, the plain functions of
 :mod:`~freeflyer_control.control.allocation_kernel` (loops over scalars, preallocated scratch,
 least-norm subset solves from a Householder QR with column pivoting). With numba installed
-(:func:`freeflyer_control.sim.fast.available`) ``allocate`` runs them compiled
-(:mod:`freeflyer_control.sim.fast.allocation`), the same function the compiled simulation
+(:func:`freeflyer_control.physics.kernels.available`) ``allocate`` runs them compiled
+(:mod:`freeflyer_control.control.kernels.allocation`), the same function the compiled simulation
 engine calls; the first use on a machine compiles them (10-30 s, then cached on disk, and the
 log says so while it happens). Without numba, ``allocate`` runs the same algorithm written on
 Python lists with the SVD of every column subset cached (the kernel run by the interpreter is
@@ -197,13 +197,13 @@ def _compiled_kernel():
     """allocation_kernel.allocate_forces compiled by numba, or None without numba. The first
     use on a machine compiles it (10-30 s, then cached on disk): the log says so while it
     happens."""
-    from freeflyer_control.sim import fast
+    from freeflyer_control.physics import kernels
 
-    if not fast.available():
+    if not kernels.available():
         return None
     from numba.core import event
 
-    from freeflyer_control.sim.fast.allocation import allocate_forces
+    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     class _Notice(event.Listener):
         told = False

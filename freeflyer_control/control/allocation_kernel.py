@@ -1,6 +1,6 @@
 """The thruster allocator's two stages as plain functions on arrays: the one definition that
 :class:`~freeflyer_control.control.allocation.ThrusterAllocator` runs and the compiled engine
-compiles (numba, :mod:`freeflyer_control.sim.fast.allocation`).
+compiles (numba, :mod:`freeflyer_control.control.kernels.allocation`).
 
 The problem and the algorithms are those of :mod:`freeflyer_control.control.allocation`:
 stage 1 BVLS (min ||B f - w|| s.t. 0 <= f <= u), stage 2 a bounded-variable primal simplex
@@ -884,7 +884,7 @@ def _residual_norm(B, f, w, r):
     return _norm(r, nb)
 
 
-# The helpers numba must compile with allocate_forces (sim/fast/allocation.py registers them).
+# The helpers numba must compile with allocate_forces (control/kernels/allocation.py registers them).
 HELPERS = (snap_tolerance, snap_to_bounds, warm_basis_holds, warm_start, _remember_basis, forget_basis, _descent,
            kkt_tolerance, partition_holds, warm_least_squares, _remember_partition, _remembered, _partition_factors,
            workspace_sizes, allocation_workspace, _gather, _qr_pivoted, _householder, _reflect, _min_norm_solve,

@@ -105,7 +105,7 @@ def damping_lambda2(sigma_min: float, sigma_0: float, lambda_max: float) -> floa
     """lambda^2 = lambda_max^2 (1 - (sigma_min / sigma_0)^2) below sigma_0, else 0.
 
     A plain function of floats on purpose: the compiled simulation engine compiles this same
-    function (sim/fast/task_kernels.py).
+    function (control/kernels/resolved_rate.py).
     """
     if sigma_min >= sigma_0:
         return 0.0

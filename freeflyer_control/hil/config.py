@@ -71,6 +71,7 @@ import numpy as np
 import yaml
 
 from freeflyer_control.errors import ConfigError
+from freeflyer_control.inputs.mappings import number, section
 from freeflyer_control.model.config import Thruster, parse_thruster, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.robots import load_robot
@@ -78,6 +79,7 @@ from freeflyer_control.physics.actuators import in_thrust_cone, mode_support, th
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.resources import share_dir
 
+from .emulator_settings import EmulatorSettings
 from .frames import CaptureTransform, axes_matrix
 
 THRUSTER_COMMANDS = ("duty", "bits")
@@ -188,37 +190,6 @@ class TestbedConfig:
 # Parsing helpers: each names the key at fault.
 
 
-def _section(data: Mapping[str, Any], key: str, known: set[str], where: str = "", required: bool = True) -> dict:
-    path = f"{where}.{key}" if where else key
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise ConfigError(f"missing section '{path}'")
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{path} must be a mapping (key: value lines), got {value!r}")
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; known keys: {sorted(known)}")
-    return dict(value)
-
-
-def _number(data: Mapping[str, Any], key: str, where: str, default: float | None = None,
-            minimum: float = 0.0, strict: bool = False) -> float:
-    path = f"{where}.{key}" if where else key
-    if key not in data or data[key] is None:
-        if default is None:
-            raise ConfigError(f"missing key '{path}'")
-        return float(default)
-    try:
-        x = float(data[key])
-    except (TypeError, ValueError):
-        raise ConfigError(f"{path} must be a number, got {data[key]!r}") from None
-    if not np.isfinite(x) or x < minimum or (strict and x == minimum):
-        raise ConfigError(f"{path} must be a finite number {'>' if strict else '>='} {minimum}, got {x}")
-    return x
-
-
 def _choice(data: Mapping[str, Any], key: str, choices: tuple[str, ...], where: str) -> str:
     value = str(data.get(key, choices[0]))
     if value not in choices:
@@ -253,10 +224,10 @@ def _pose(data: Mapping[str, Any], key: str, where: str) -> tuple[np.ndarray, fl
 
 def _parse_capture(data: Mapping[str, Any], ff: FreeFlyerModel) -> CaptureConfig:
     where = "capture"
-    c = _section(data, "capture", {"topic", "rate", "axes", "body_axes", "unit", "world_from_capture",
+    c = section(data, "capture", {"topic", "rate", "axes", "body_axes", "unit", "world_from_capture",
                                    "base_in_body", "stamp", "latency", "timeout", "max_position_jump",
                                    "max_attitude_jump", "noise", "max_tilt", "max_height"})
-    rate = _number(c, "rate", where, 100.0, strict=True)
+    rate = number(c, "rate", where, 100.0, strict=True)
     axes = axes_matrix(c.get("axes", "z-up"), f"{where}.axes")
     body_axes = axes_matrix(c["body_axes"], f"{where}.body_axes") if "body_axes" in c else axes
     unit = {"m": 1.0, "mm": 1e-3}.get(str(c.get("unit", "m")))
@@ -264,7 +235,7 @@ def _parse_capture(data: Mapping[str, Any], ff: FreeFlyerModel) -> CaptureConfig
         raise ConfigError(f"{where}.unit must be m or mm, got '{c.get('unit')}'")
     wt, wyaw = _pose(c, "world_from_capture", where)
     bt, byaw = _pose(c, "base_in_body", where)
-    timeout = _number(c, "timeout", where, 3.0 / rate, strict=True)
+    timeout = number(c, "timeout", where, 3.0 / rate, strict=True)
     if timeout < 1.0 / rate:
         raise ConfigError(f"{where}.timeout = {timeout} s is shorter than one capture period ({1 / rate:.4g} s): "
                           f"every gap between samples would trip; use at least {1.5 / rate:.4g} s")
@@ -277,26 +248,26 @@ def _parse_capture(data: Mapping[str, Any], ff: FreeFlyerModel) -> CaptureConfig
         rate=rate,
         transform=CaptureTransform(axes, body_axes, wt, wyaw, bt, byaw, unit),
         stamp=_choice(c, "stamp", STAMP_SOURCES, where),
-        latency=_number(c, "latency", where, 0.0),
+        latency=number(c, "latency", where, 0.0),
         timeout=timeout,
-        max_position_jump=_number(c, "max_position_jump", where, 0.05, strict=True),
-        max_attitude_jump=_number(c, "max_attitude_jump", where, 0.2, strict=True),
-        position_noise=_number(noise, "position", f"{where}.noise", 5e-4, strict=True),
-        attitude_noise=_number(noise, "attitude", f"{where}.noise", 2e-3, strict=True),
+        max_position_jump=number(c, "max_position_jump", where, 0.05, strict=True),
+        max_attitude_jump=number(c, "max_attitude_jump", where, 0.2, strict=True),
+        position_noise=number(noise, "position", f"{where}.noise", 5e-4, strict=True),
+        attitude_noise=number(noise, "attitude", f"{where}.noise", 2e-3, strict=True),
         # What 1 N thrusters do to a ~20 kg base: on the example testbed station keeping holds
         # as well as with 2.5-4 times more, and the valves open a third less often.
-        acceleration_noise=_number(noise, "acceleration", f"{where}.noise", 0.02, strict=True),
-        angular_acceleration_noise=_number(noise, "angular_acceleration", f"{where}.noise", 0.05, strict=True),
-        max_tilt=_number(c, "max_tilt", where, 0.15 if ff.base == "planar" else np.pi, strict=True),
-        max_height=_number(c, "max_height", where, 0.05, strict=True),
+        acceleration_noise=number(noise, "acceleration", f"{where}.noise", 0.02, strict=True),
+        angular_acceleration_noise=number(noise, "angular_acceleration", f"{where}.noise", 0.05, strict=True),
+        max_tilt=number(c, "max_tilt", where, 0.15 if ff.base == "planar" else np.pi, strict=True),
+        max_height=number(c, "max_height", where, 0.05, strict=True),
     )
 
 
 def _parse_encoders(data: Mapping[str, Any], ff: FreeFlyerModel) -> EncoderConfig:
     where = "encoders"
-    e = _section(data, "encoders", {"topic", "rate", "timeout", "velocities", "joints", "noise"})
-    rate = _number(e, "rate", where, 250.0, strict=True)
-    timeout = _number(e, "timeout", where, 3.0 / rate, strict=True)
+    e = section(data, "encoders", {"topic", "rate", "timeout", "velocities", "joints", "noise"})
+    rate = number(e, "rate", where, 250.0, strict=True)
+    timeout = number(e, "timeout", where, 3.0 / rate, strict=True)
     if timeout < 1.0 / rate:
         raise ConfigError(f"{where}.timeout = {timeout} s is shorter than one encoder period ({1 / rate:.4g} s); "
                           f"use at least {1.5 / rate:.4g} s")
@@ -345,14 +316,14 @@ def _parse_encoders(data: Mapping[str, Any], ff: FreeFlyerModel) -> EncoderConfi
     return EncoderConfig(_topic(e, where, "testbed/joint_states"), rate, timeout,
                          _choice(e, "velocities", VELOCITY_SOURCES, where),
                          # a 12-bit count; 0.5 smooths such counts at 250 Hz yet follows Wilde's rate steps
-                         _number(noise, "position", f"{where}.noise", 2 * np.pi / 4096, strict=True),
-                         _number(noise, "acceleration", f"{where}.noise", 0.5, strict=True),
+                         number(noise, "position", f"{where}.noise", 2 * np.pi / 4096, strict=True),
+                         number(noise, "acceleration", f"{where}.noise", 0.5, strict=True),
                          tuple(channels))
 
 
 def _parse_thrusters(a: Mapping[str, Any], ff: FreeFlyerModel, rate: float) -> tuple[ThrusterConfig | None, tuple]:
     where = "actuators.thrusters"
-    t = _section(a, "thrusters", {"topic", "command", "pwm_period", "min_on_time", "channels",
+    t = section(a, "thrusters", {"topic", "command", "pwm_period", "min_on_time", "channels",
                                   "layout"}, "actuators", required=False)
     if not t:
         return None, ff.thrusters
@@ -377,8 +348,8 @@ def _parse_thrusters(a: Mapping[str, Any], ff: FreeFlyerModel, rate: float) -> t
         raise ConfigError(f"{where}.channels {list(channels)} must name each thruster of the layout once "
                           f"({names})")
     command = _choice(t, "command", THRUSTER_COMMANDS, where)
-    period = _number(t, "pwm_period", where, 0.1, strict=True)
-    min_on = _number(t, "min_on_time", where, 0.0)
+    period = number(t, "pwm_period", where, 0.1, strict=True)
+    min_on = number(t, "min_on_time", where, 0.0)
     if min_on > period:
         raise ConfigError(f"{where}: min_on_time ({min_on} s) exceeds pwm_period ({period} s)")
     if command == "bits":
@@ -415,9 +386,9 @@ def _check_layout(layout: tuple[Thruster, ...], ff: FreeFlyerModel, where: str) 
 
 
 def _parse_actuators(data: Mapping[str, Any], ff: FreeFlyerModel, rate: float):
-    a = _section(data, "actuators", {"joint_efforts", "wheels", "thrusters"}, required=False)
-    je = _section(a, "joint_efforts", {"topic"}, "actuators", required=False)
-    wh = _section(a, "wheels", {"topic", "command"}, "actuators", required=False)
+    a = section(data, "actuators", {"joint_efforts", "wheels", "thrusters"}, required=False)
+    je = section(a, "joint_efforts", {"topic"}, "actuators", required=False)
+    wh = section(a, "wheels", {"topic", "command"}, "actuators", required=False)
     thrusters, layout = _parse_thrusters(a, ff, rate)
     return ActuatorConfig(_topic(je, "actuators.joint_efforts", "testbed/joint_efforts"),
                           _topic(wh, "actuators.wheels", "testbed/wheel_command"),
@@ -426,7 +397,7 @@ def _parse_actuators(data: Mapping[str, Any], ff: FreeFlyerModel, rate: float):
 
 def _parse_limits(data: Mapping[str, Any], ff: FreeFlyerModel) -> Limits:
     where = "limits"
-    lim = _section(data, "limits", {"table", "base_radius", "margin", "base_speed", "base_rate", "joint_speed",
+    lim = section(data, "limits", {"table", "base_radius", "margin", "base_speed", "base_rate", "joint_speed",
                                     "joint_range_margin", "wheel_speed"})
     table = lim.get("table")
     if not isinstance(table, Mapping) or set(table) != {"x", "y"}:
@@ -441,8 +412,8 @@ def _parse_limits(data: Mapping[str, Any], ff: FreeFlyerModel) -> Limits:
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ConfigError(f"{where}.table.{axis} must be [min, max] in metres with min < max, got {lo_hi!r}")
         box += [lo, hi]
-    radius = _number(lim, "base_radius", where, 0.25, strict=True)
-    margin = _number(lim, "margin", where, 0.1)
+    radius = number(lim, "base_radius", where, 0.25, strict=True)
+    margin = number(lim, "margin", where, 0.1)
     for i, axis in enumerate("xy"):
         if box[2 * i + 1] - box[2 * i] <= 2 * (radius + margin):
             raise ConfigError(f"{where}: the table is {box[2 * i + 1] - box[2 * i]:.3g} m long in {axis}, no room for "
@@ -451,18 +422,18 @@ def _parse_limits(data: Mapping[str, Any], ff: FreeFlyerModel) -> Limits:
     arm = ff.arm_v_indices
     q_idx = [ff.joint_q_index(n) for n in ff.arm_joint_names]
     m = ff.model
-    range_margin = _number(lim, "joint_range_margin", where, 0.05)
+    range_margin = number(lim, "joint_range_margin", where, 0.05)
     lower = np.array([m.lowerPositionLimit[i] for i in q_idx]) + range_margin
     upper = np.array([m.upperPositionLimit[i] for i in q_idx]) - range_margin
     if np.any(lower >= upper):
         raise ConfigError(f"{where}.joint_range_margin = {range_margin} rad leaves no range for "
                           f"{[n for n, lo, hi in zip(ff.arm_joint_names, lower, upper) if lo >= hi]}")
-    joint_speed = np.minimum(_number(lim, "joint_speed", where, 3.0, strict=True), m.velocityLimit[arm])
-    wheel_fraction = _number(lim, "wheel_speed", where, 0.95, strict=True)
+    joint_speed = np.minimum(number(lim, "joint_speed", where, 3.0, strict=True), m.velocityLimit[arm])
+    wheel_fraction = number(lim, "wheel_speed", where, 0.95, strict=True)
     if wheel_fraction > 1.0:
         raise ConfigError(f"{where}.wheel_speed is a fraction of each wheel's max_speed, in (0, 1]; got {wheel_fraction}")
-    return Limits(tuple(box), radius, margin, _number(lim, "base_speed", where, 0.3, strict=True),
-                  _number(lim, "base_rate", where, 1.5, strict=True), joint_speed, lower, upper,
+    return Limits(tuple(box), radius, margin, number(lim, "base_speed", where, 0.3, strict=True),
+                  number(lim, "base_rate", where, 1.5, strict=True), joint_speed, lower, upper,
                   wheel_fraction * ff.wheel_max_speeds)
 
 
@@ -493,8 +464,8 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
             raise ConfigError(f"{where}: missing key 'robot' (a bundled robot name or a robot config .yaml)")
         robot = load_robot(name)
     try:
-        rate = _number(data, "rate", "", 250.0, strict=True)
-        command_timeout = _number(data, "command_timeout", "", 3.0 / rate, strict=True)
+        rate = number(data, "rate", "", 250.0, strict=True)
+        command_timeout = number(data, "command_timeout", "", 3.0 / rate, strict=True)
         if command_timeout < 1.0 / rate:
             raise ConfigError(f"command_timeout = {command_timeout} s is shorter than a control period "
                               f"({1 / rate:.4g} s); "
@@ -509,7 +480,6 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
     emulator = data.get("emulator") or {}
     if not isinstance(emulator, Mapping):
         raise ConfigError(f"{where}: emulator must be a mapping")
-    from .emulator import EmulatorSettings  # here: the emulator module builds on this one
 
     try:
         EmulatorSettings.from_mapping(emulator)  # a typo there shows now, not when emulating

@@ -45,13 +45,12 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.errors import ConfigError
 from freeflyer_control.physics.actuators import Actuation, generalized_forces, world_wrench_to_local
 from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.state import (
@@ -61,111 +60,12 @@ from freeflyer_control.physics.state import (
     joint_positions,
 )
 
-from freeflyer_control.sim.fast.plant import make_plant
-from .config import TestbedConfig, _number, _section
-from .frames import axes_matrix
+from freeflyer_control.physics.kernels.plant import make_plant
+from .config import TestbedConfig
+from .emulator_settings import EmulatorSettings
 
 TIME_TOL = 1e-9  # s: event times closer than this are equal (float rounding of k / rate)
 FAULT_KINDS = ("capture_dropout", "capture_jump", "encoder_nan", "encoder_freeze", "push")
-
-# YAML form of the settings: (section, key) -> (field, must be > 0 rather than >= 0).
-_SETTING_KEYS = {
-    ("", "plant_rate"): ("plant_rate", True), ("", "wheel_speed_gain"): ("wheel_speed_gain", True),
-    ("capture", "position_noise"): ("capture_position_noise", False),
-    ("capture", "attitude_noise"): ("capture_attitude_noise", False),
-    ("capture", "latency"): ("capture_latency", False), ("capture", "dropout_rate"): ("capture_dropout_rate", False),
-    ("encoders", "counts_per_rev"): ("encoder_counts_per_rev", False),
-    ("encoders", "latency"): ("encoder_latency", False),
-    ("encoders", "velocity_noise"): ("encoder_velocity_noise", False),
-    ("valves", "delay"): ("valve_delay", False),
-    ("commands", "latency"): ("command_latency", False), ("commands", "timeout"): ("command_timeout", True),
-}
-
-
-@dataclass(frozen=True)
-class EmulatorSettings:
-    """What the emulated hardware does (from ``config.emulator``, with defaults). Units SI.
-
-    ``capture_axes`` is the TRUE axis convention of the emulated capture system (a preset name, a
-    list of signed axes or a 3x3 rotation; None: the config's): it lets tests emulate a lab that
-    wrote the wrong convention in its config. Only ``axes`` is replaced, not ``body_axes``.
-    """
-
-    plant_rate: float = 1000.0                 # Hz
-    capture_position_noise: float = 0.0        # m std, world, added to the true base position
-    capture_attitude_noise: float = 0.0        # rad std (yaw for planar, random axis for spatial)
-    capture_latency: float = 0.0               # s from sample time (stamp) to delivery
-    capture_dropout_rate: float = 0.0          # probability that a sample is lost
-    capture_axes: np.ndarray | None = None     # world <- capture rotation, see above
-    encoder_counts_per_rev: int = 0            # 0: no quantization
-    encoder_latency: float = 0.0               # s
-    encoder_velocity_noise: float = 0.0        # rad/s std, when velocities are reported
-    valve_delay: float = 0.0                   # s, valve state follows its command this much later
-    command_latency: float = 0.0               # s from a command's send time to its arrival
-    command_timeout: float = 0.1               # s, joint/wheel driver watchdog
-    wheel_speed_gain: float = 50.0             # 1/s, the wheel driver's speed loop
-
-    def __post_init__(self) -> None:
-        for name, strict in _SETTING_KEYS.values():
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.number)) and np.isfinite(value)
-                    and (value > 0 if strict else value >= 0)):
-                raise ConfigError(f"EmulatorSettings.{name} must be a finite number {'>' if strict else '>='} 0, "
-                                  f"got {value!r}")
-        if self.capture_dropout_rate > 1:
-            raise ConfigError(f"EmulatorSettings.capture_dropout_rate is a probability, in [0, 1]; "
-                              f"got {self.capture_dropout_rate}")
-        if float(self.encoder_counts_per_rev) != int(self.encoder_counts_per_rev):
-            raise ConfigError(f"EmulatorSettings.encoder_counts_per_rev must be a whole number (0: no quantization), "
-                              f"got {self.encoder_counts_per_rev}")
-        object.__setattr__(self, "encoder_counts_per_rev", int(self.encoder_counts_per_rev))
-        axes = self.capture_axes
-        if axes is not None:
-            if isinstance(axes, str) or (not isinstance(axes, np.ndarray) and len(axes) == 3
-                                         and all(isinstance(a, str) for a in axes)):
-                axes = axes_matrix(axes, "EmulatorSettings.capture_axes")
-            axes = np.asarray(axes, dtype=float)
-            if axes.shape != (3, 3) or not np.allclose(axes @ axes.T, np.eye(3)) or np.linalg.det(axes) < 0:
-                raise ConfigError("EmulatorSettings.capture_axes must be an axis convention (z-up, y-up, [x, -z, y]) "
-                                  f"or a 3x3 rotation, got {self.capture_axes!r}")
-            object.__setattr__(self, "capture_axes", axes)
-
-    @classmethod
-    def from_mapping(cls, m: Mapping | None) -> EmulatorSettings:
-        """Parse the YAML form ``{plant_rate, wheel_speed_gain, capture: {position_noise,
-        attitude_noise, latency, dropout_rate, axes}, encoders: {counts_per_rev, latency,
-        velocity_noise}, valves: {delay}, commands: {latency, timeout}}`` (all optional).
-
-        Raises:
-            ConfigError: an unknown key, or a negative / non-finite value, naming the key.
-        """
-        where = "emulator"
-        m = {} if m is None else m
-        if not isinstance(m, Mapping):
-            raise ConfigError(f"{where} must be a mapping (key: value lines), got {m!r}")
-        sections = {s for s, _ in _SETTING_KEYS if s}
-        known = {k for s, k in _SETTING_KEYS if not s} | sections
-        unknown = sorted(set(m) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
-        data = {"": m}
-        for s in sections:
-            keys = {k for sec, k in _SETTING_KEYS if sec == s} | ({"axes"} if s == "capture" else set())
-            data[s] = _section(m, s, keys, where, required=False)
-        kwargs = {}
-        for (s, key), (name, strict) in _SETTING_KEYS.items():
-            if key in data[s]:
-                kwargs[name] = _number(data[s], key, f"{where}.{s}" if s else where, strict=strict)
-        if kwargs.get("capture_dropout_rate", 0.0) > 1:
-            raise ConfigError(f"{where}.capture.dropout_rate is a probability, in [0, 1]; "
-                              f"got {kwargs['capture_dropout_rate']}")
-        counts = kwargs.get("encoder_counts_per_rev", 0.0)
-        if counts != int(counts):
-            raise ConfigError(f"{where}.encoders.counts_per_rev must be a whole number (0: none), got {counts}")
-        if "axes" in data["capture"]:
-            kwargs["capture_axes"] = axes_matrix(data["capture"]["axes"], f"{where}.capture.axes")
-        return cls(**kwargs)
-
 
 @dataclass(frozen=True)
 class CaptureSample:
@@ -249,7 +149,7 @@ class TestbedEmulator:
         settings: default ``EmulatorSettings.from_mapping(config.emulator)``.
         faults: faults to inject (more with :meth:`add_fault`).
         seed: seed of every noise and dropout draw (deterministic).
-        compiled: step the plant on the compiled kernel (:mod:`freeflyer_control.sim.fast.plant`): True (raises
+        compiled: step the plant on the compiled kernel (:mod:`freeflyer_control.physics.kernels.plant`): True (raises
             if it cannot), None (when numba is installed and covers the robot), False (the
             Python ``Plant``, the default). The two agree to round-off; ``plant_note`` says
             which one runs.

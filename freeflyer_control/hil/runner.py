@@ -33,7 +33,8 @@ from freeflyer_control.runtime.controller_server import ControllerOutput, Contro
 
 from .bridge import BridgeOutput, TestbedBridge
 from .config import TestbedConfig
-from .emulator import EmulatorSettings, Fault, TestbedEmulator
+from .emulator import Fault, TestbedEmulator
+from .emulator_settings import EmulatorSettings
 
 STATUS_CODES = {"waiting": 0, "active": 1, "tripped": 2}
 

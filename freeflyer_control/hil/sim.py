@@ -18,18 +18,13 @@ import numpy as np
 from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.sim.metrics import largest
-from freeflyer_control.sim.runner import (
-    Recorder,
-    SimConfig,
-    SimResult,
-    initial_state,
-    stopped_result,
-    summarize,
-)
+from freeflyer_control.sim.config import SimConfig, initial_state
+from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial
 
 from .config import load_testbed_config
-from .emulator import EmulatorSettings, Fault
+from .emulator import Fault
+from .emulator_settings import EmulatorSettings
 from .runner import Event, run_hil
 
 

@@ -254,7 +254,7 @@ class StartupError(Exception):
     """A node cannot start; it has logged why (what to fix). spin_node exits with code 1."""
 
 
-# plant_node's and testbed_emulator's integration step (sim.fast.plant.make_plant's ``compiled``).
+# plant_node's and testbed_emulator's integration step (physics.kernels.plant.make_plant's ``compiled``).
 PLANT_STEPS = {"auto": None, "compiled": True, "python": False}
 PLANT_STEP_PARAM = Param(
     "plant_step", "auto", "the plant's integration step: compiled (numba; the first use compiles it, "
@@ -265,7 +265,7 @@ PLANT_STEP_PARAM = Param(
 def plant_step_choice(node: Node, value: str) -> bool | None:
     """``compiled`` for make_plant / PlantServer from the ``plant_step`` parameter; says in the log
     that the compiled step is being prepared, as the first use after an install takes minutes."""
-    from freeflyer_control.sim.fast import available
+    from freeflyer_control.physics.kernels import available
 
     compiled = PLANT_STEPS[value]
     if compiled is not False and available():

@@ -63,7 +63,7 @@ from freeflyer_control.physics.state import make_state
 from freeflyer_control.ros.conversions import BaseReading, MessageError, StateFields
 from freeflyer_control.runtime.object_plant import held_initial_state
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
-from freeflyer_control.sim.fast.model import NotCovered
+from freeflyer_control.physics.kernels.arrays import NotCovered
 
 PARAMS = ROBOT_PARAMS + (
     Param("rate", 500.0, "integration and publication rate, Hz", range=(1.0, 5000.0), read_only=True),

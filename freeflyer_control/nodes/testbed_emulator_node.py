@@ -39,7 +39,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
 from freeflyer_control.errors import ConfigError
-from freeflyer_control.hil.emulator import FAULT_KINDS, EmulatorSettings, TestbedEmulator, parse_fault
+from freeflyer_control.hil.emulator import FAULT_KINDS, TestbedEmulator, parse_fault
+from freeflyer_control.hil.emulator_settings import EmulatorSettings
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     PLANT_STEP_PARAM,
@@ -55,7 +56,7 @@ from freeflyer_control.nodes.common import (
     state_messages,
 )
 from freeflyer_control.physics.state import make_state
-from freeflyer_control.sim.fast.model import NotCovered
+from freeflyer_control.physics.kernels.arrays import NotCovered
 from freeflyer_control.ros.conversions import fields_from_state
 
 PARAMS = (

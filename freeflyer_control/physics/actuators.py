@@ -127,7 +127,7 @@ def limit_wrench_into(planar, w, max_force, max_torque) -> None:
     """:func:`limit_base_wrench` in place on w (nb,: force N, then torque N m; any axes): each
     part scaled down to its bound if longer, its direction kept, also for entries whose squares
     would overflow; a zero part is left alone. Plain scalar code: the compiled simulation
-    (sim/fast/control_kernels.py) compiles it as is."""
+    (control/kernels/computed_torque.py) compiles it as is."""
     n_lin = 2 if planar else 3
     for part in range(2):
         lo, hi, limit = (0, n_lin, max_force) if part == 0 else (n_lin, len(w), max_torque)

@@ -2,7 +2,7 @@
 
 With numba installed (the ``fast`` extra) :func:`~freeflyer_control.physics.gjm.generalized_jacobian`
 and :func:`~freeflyer_control.physics.reduced.reduced_dynamics` finish with one compiled call
-(:mod:`freeflyer_control.physics.compiled`); without it, or with the environment variable
+(:mod:`freeflyer_control.physics.kernels.reduced`); without it, or with the environment variable
 ``FREEFLYER_NUMBA=0``, with the NumPy / LAPACK expressions, the reference. Both give the same
 numbers to round-off (test/test_compiled_post.py).
 """
@@ -101,12 +101,12 @@ def _load():
 def _import_compiled():
     """Import and warm up the kernels (numba compiles them on first use and caches them on
     disk, so only the first run on a machine waits), or None without numba."""
-    from freeflyer_control.sim import fast
+    from freeflyer_control.physics import kernels
 
-    if not fast.available():
+    if not kernels.available():
         return None
     t0 = time.perf_counter()
-    from freeflyer_control.physics import compiled
+    from freeflyer_control.physics.kernels import reduced as compiled
 
     _warm_up(compiled)
     elapsed = time.perf_counter() - t0

@@ -141,7 +141,7 @@ def generalized_jacobian(
     if kernels is None:
         return _generalized_jacobian_numpy(ff, data, state, Mode.parse(mode), frame, point,
                                            conserved, M)
-    # The compiled path: Pinocchio's calls, then one call of physics.compiled.gjm_post.
+    # The compiled path: Pinocchio's calls, then one call of physics.kernels.reduced.gjm_post.
     plan = fastpath.cached_plan(_PLANS, (id(ff), mode, frame), ff,
                                 lambda: _gjm_plan(kernels, ff, mode, frame))
     q = state.q
@@ -245,7 +245,7 @@ _PLANS: dict[tuple, tuple[FreeFlyerModel, _GJMPlan]] = {}
 
 
 def mode_layout(kernels, ff: FreeFlyerModel, mode: Mode) -> np.ndarray:
-    """The index layout ``kernels.gjm_post`` (physics/compiled.py) reads for a GJM of ``ff`` in
+    """The index layout ``kernels.gjm_post`` (physics/kernels/reduced.py) reads for a GJM of ``ff`` in
     ``mode``, the same for every frame (read-only)."""
     planar = ff.base == "planar"
     part = base_partition(ff.base, mode)

@@ -132,7 +132,7 @@ def energy_explained(energy_before: float, energy: float, work: float) -> bool:
     ``ENERGY_RTOL`` of the energy involved (+ ``ENERGY_ATOL``); only a gain counts. False for NaN.
 
     A plain function of floats on purpose: the compiled simulation engine runs this same
-    function after each of its plant steps (sim/fast/control_kernels.py).
+    function after each of its plant steps (control/kernels/computed_torque.py).
     """
     unexplained = energy - energy_before - work
     return unexplained <= ENERGY_RTOL * (energy_before + energy + abs(work)) + ENERGY_ATOL

@@ -32,7 +32,7 @@ from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.linalg import cholesky_failure, solve
 from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.modes import Mode, base_partition
-from freeflyer_control.physics.state import State, world_to_local_base_map
+from freeflyer_control.physics.state import State, minus_omega_cross_into, world_to_local_base_map
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def reduced_dynamics(
     kernels = fastpath.kernels()
     if kernels is None:
         return _reduced_dynamics_numpy(ff, data, state, Mode.parse(mode), M, idle_wheels)
-    # The compiled path: Pinocchio's calls, then one call of physics.compiled.reduced_post.
+    # The compiled path: Pinocchio's calls, then one call of physics.kernels.reduced.reduced_post.
     plan = fastpath.cached_plan(_PLANS, (id(ff), mode, idle_wheels), ff,
                                 lambda: reduced_plan(kernels, ff, mode, idle_wheels))
     q, v = state.q, state.v
@@ -156,7 +156,7 @@ _PLANS: dict = {}
 
 
 def reduced_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, idle_wheels: bool) -> _ReducedPlan:
-    """The layout (for ``kernels.reduced_post``, kernels = physics.compiled) and coordinate names
+    """The layout (for ``kernels.reduced_post``, kernels = physics.kernels.reduced) and coordinate names
     of ``mode``'s H*, C*: what :func:`reduced_dynamics` uses, and the compiled simulation
     (sim/fast/runner.py) passes into its loop."""
     parsed = Mode.parse(mode)
@@ -205,17 +205,3 @@ def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: slice) -> np.ndarra
     out = np.empty(ff.nb)
     minus_omega_cross_into(v, ff.base == "planar", out)
     return out[c]
-
-
-def minus_omega_cross_into(v, planar, out) -> None:
-    """Write T' u = -omega_b x nu_b (nb,) into ``out``: the rate of change of the base
-    coordinates nu_b = T u (base_link axes) at fixed world velocities u, from Pinocchio's
-    velocity ``v`` (base part in base_link axes: linear m/s, then angular rad/s); zero on the
-    angular rows. Plain scalar code: the compiled H*/C* (physics.compiled) compile it too."""
-    if planar:
-        wz = v[2]
-        out[0], out[1], out[2] = wz * v[1], -wz * v[0], 0.0
-        return
-    w0, w1, w2, v0, v1, v2 = v[3], v[4], v[5], v[0], v[1], v[2]
-    out[0], out[1], out[2] = -(w1 * v2 - w2 * v1), -(w2 * v0 - w0 * v2), -(w0 * v1 - w1 * v0)
-    out[3], out[4], out[5] = 0.0, 0.0, 0.0

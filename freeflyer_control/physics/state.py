@@ -57,7 +57,7 @@ def base_rotation_into(planar, q, Rb) -> None:
     Spatial: from q's quaternion (x, y, z, w) = q[3:7] with the formula of Eigen's
     ``Quaternion::toRotationMatrix`` (the same bits as ``pin.Quaternion``; unit norm assumed,
     as Pinocchio does); planar: from (cos yaw, sin yaw) = q[2:4]. Plain scalar code, compiled as
-    is for the GJM and H*/C* (physics.compiled) and the compiled simulation (sim/fast/kernels:
+    is for the GJM and H*/C* (physics.kernels.reduced) and the compiled simulation (physics/kernels/rigid_body.py:
     ``base_rotation``); interpreted, Pinocchio's call is faster.
     """
     if planar:
@@ -155,7 +155,7 @@ def world_to_local_base_map(ff: FreeFlyerModel, q: np.ndarray) -> np.ndarray:
 def world_to_local_base_map_into(planar, Rb, T) -> None:
     """Write :func:`world_to_local_base_map` into T (nb x nb), given the base rotation Rb
     (world <- base_link, 3x3): R^T on the translation block and on the spatial attitude block,
-    1 on the planar yaw rate. Compiled as is by physics.compiled and the compiled simulation;
+    1 on the planar yaw rate. Compiled as is by physics.kernels.reduced and the compiled simulation;
     scalar loops because the latter runs without numba's runtime, where an array assignment
     from a transposed view does not compile."""
     n = T.shape[0]
@@ -293,3 +293,17 @@ def with_joint_positions(ff: FreeFlyerModel, q: np.ndarray, v_indices: np.ndarra
     base = 4 if ff.base == "planar" else 7
     out[:base] = q[:base]  # the base pose exactly as given, not through log/exp
     return out
+
+
+def minus_omega_cross_into(v, planar, out) -> None:
+    """Write T' u = -omega_b x nu_b (nb,) into ``out``: the rate of change of the base
+    coordinates nu_b = T u (base_link axes) at fixed world velocities u, from Pinocchio's
+    velocity ``v`` (base part in base_link axes: linear m/s, then angular rad/s); zero on the
+    angular rows. Plain scalar code: the compiled H*/C* (physics.kernels.reduced) compile it too."""
+    if planar:
+        wz = v[2]
+        out[0], out[1], out[2] = wz * v[1], -wz * v[0], 0.0
+        return
+    w0, w1, w2, v0, v1, v2 = v[3], v[4], v[5], v[0], v[1], v[2]
+    out[0], out[1], out[2] = -(w1 * v2 - w2 * v1), -(w2 * v0 - w0 * v2), -(w0 * v1 - w1 * v0)
+    out[3], out[4], out[5] = 0.0, 0.0, 0.0

@@ -1,6 +1,6 @@
 """The plant server's object: held in closed chains, or floating free until a capture closes a grasp.
 
-Held (``free=False``): the robot starts at the pose that holds the object (model.objects.check_object)
+Held (``free=False``): the robot starts at the pose that holds the object (physics.grasp_pose.check_object)
 and the closed-chain plant (physics.closed_chain.ClosedChainPlant) integrates robot and object
 with the loops held. Free (``free=True``): the object starts a few centimetres from the first
 grasping end-effector's grasp and tumbles on its own plant (sim.capture.START, the offset and
@@ -20,7 +20,8 @@ import pinocchio as pin
 
 from freeflyer_control.control.capture import CaptureTolerances
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, free_object_model
+from freeflyer_control.physics.grasp_pose import check_object
+from freeflyer_control.model.objects import ObjectConfig, attach_object, free_object_model
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
 from freeflyer_control.physics.capture import capture_impact
 from freeflyer_control.physics.closed_chain import ClosedChainPlant

@@ -33,7 +33,7 @@ from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.physics.state import State
 from freeflyer_control.ros.conversions import BaseReading, StateFields, fields_from_state, finite_array
 from freeflyer_control.runtime.object_plant import ObjectPlant, ObjectReading
-from freeflyer_control.sim.fast.plant import make_plant
+from freeflyer_control.physics.kernels.plant import make_plant
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class PlantServer:
         or, with ``object_free``, the object floating free near the first grasping end-effector.
     capture_tolerances: when a requested capture may close.
     compiled: the integration step of a plant without object: False the Python ``Plant``, True
-        the compiled one (sim.fast.plant, equal to it to round-off), None compiled when numba is
+        the compiled one (physics.kernels.plant, equal to it to round-off), None compiled when numba is
         installed and covers the robot. ``plant_note`` says which one runs, in one line.
 
     Raises:

@@ -23,7 +23,9 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Sequence
 
 from freeflyer_control.model import load_robot
-from freeflyer_control.sim.runner import SimConfig, SimResult, run_simulation
+from freeflyer_control.sim.config import SimConfig
+from freeflyer_control.sim.result import SimResult
+from freeflyer_control.sim.runner import run_simulation
 
 
 def default_workers(n_runs: int) -> int:

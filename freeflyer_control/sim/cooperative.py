@@ -22,7 +22,8 @@ from freeflyer_control.control.maneuvers import min_jerk
 from freeflyer_control.errors import ModeError, ModelError
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.model.objects import ObjectConfig, attach_object, check_object, load_object
+from freeflyer_control.physics.grasp_pose import check_object
+from freeflyer_control.model.objects import ObjectConfig, attach_object, load_object
 from freeflyer_control.physics.closed_chain import ClosedChainPlant
 from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.gjm import frame_jacobian

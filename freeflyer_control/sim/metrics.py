@@ -6,7 +6,7 @@ controller wrote nothing. Each figure is then ``None`` (``null`` in summary.json
 ``not_available[figure]`` says why; no figure raises, so the summary of such a run is still
 written.
 
-Series are those of :class:`~freeflyer_control.sim.runner.Recorder` (first axis: samples).
+Series are those of :class:`~freeflyer_control.sim.result.Recorder` (first axis: samples).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``timeseries.csv``
     One row per log sample. Column ``t`` (s) first, then ``<series>.<label>`` for every column of
-    every series of :class:`~freeflyer_control.sim.runner.SimResult` in recording order
+    every series of :class:`~freeflyer_control.sim.result.SimResult` in recording order
     (``joint_positions.joint1``, ``momentum_total.Px``, ...; series with no columns, e.g. the wheel
     torques of a robot without wheels, have none), then ``mode``: the maneuvering mode's name
     (the ``mode.mode_index`` column holds its index into ``list(Mode)``). Floats are written with

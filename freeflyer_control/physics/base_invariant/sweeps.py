@@ -181,11 +181,11 @@ def osi_all_links(tree: Tree, *, compiled: bool = False) -> np.ndarray:
     Lambda(k) is the operational-space inertia of body k at O_k, world axes, angular first.
 
     Args:
-        compiled: run the two sweeps as one numba loop (base_invariant.compiled; needs numba
+        compiled: run the two sweeps as one numba loop (physics.kernels.operational_space; needs numba
             and a ``common_point`` tree).
     """
     if compiled:
-        from freeflyer_control.physics.base_invariant.compiled import alg8_common_point
+        from freeflyer_control.physics.kernels.operational_space import alg8_common_point
 
         if not tree.common_point:
             raise ValueError("the compiled Alg. 8 needs a common_point tree")

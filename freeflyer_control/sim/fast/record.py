@@ -1,4 +1,4 @@
-"""Compiled counterpart of :class:`freeflyer_control.sim.runner.Recorder` for logged states.
+"""Compiled counterpart of :class:`freeflyer_control.sim.result.Recorder` for logged states.
 
 :func:`state_series` computes, for every logged (q, v), what ``Recorder.record`` derives from
 the state: joint positions and velocities, the base pose and world twist, the system CoM, the
@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from freeflyer_control.sim.fast.kernels import (
+from freeflyer_control.physics.kernels.rigid_body import (
     _JIT,
     REVOLUTE_UNBOUNDED,
     _inertia_apply,

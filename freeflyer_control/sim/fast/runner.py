@@ -31,6 +31,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
+from freeflyer_control.control.kernels import computed_torque as CK
+from freeflyer_control.control.kernels import resolved_rate as TK
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import (
     WILDE_PERIOD,
@@ -43,22 +46,23 @@ from freeflyer_control.control.maneuvers import (
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
-from freeflyer_control.control.allocation_kernel import allocation_workspace, allocator_arrays
-from freeflyer_control.physics import compiled as PC
 from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
 from freeflyer_control.physics.gjm import mode_layout
+from freeflyer_control.physics.kernels import divergence
+from freeflyer_control.physics.kernels import reduced as PC
+from freeflyer_control.physics.kernels import rigid_body as K
+from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import energy_reason, velocity_bounds, velocity_reason
 from freeflyer_control.physics.reduced import reduced_plan
 from freeflyer_control.physics.state import rotation_from_xyzw
-from freeflyer_control.sim.fast import control_kernels as CK
-from freeflyer_control.sim.fast import kernels as K
+from freeflyer_control.sim.fast import loop as tick_loop
 from freeflyer_control.sim.fast import record
-from freeflyer_control.sim.fast import task_kernels as TK
-from freeflyer_control.sim.fast.model import NotCovered, kernel_model
+from freeflyer_control.sim.config import SimConfig, initial_state
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.progress import report_progress
+from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
 from freeflyer_control.sim.stream import keeps_partial
 
 _REF_KINDS = {"wilde": 1, "station-keeping": 0, "ee-point": TK.REF_EE_POINT, "ee-circle": TK.REF_EE_CIRCLE}
@@ -83,8 +87,6 @@ def not_covered(config) -> str | None:
 
 def warm_up() -> float:
     """Compile (or load from numba's cache) every kernel on a small robot; returns seconds."""
-    from freeflyer_control.sim.runner import SimConfig
-
     t0 = time.perf_counter()
     run_fast(SimConfig(robot="planar_4link", maneuver="wilde", duration=0.01, rate=1000.0,
                        mode_schedule=[(0.0, "rotation-floating"), (0.005, "flying")], base_actuation="ideal"))
@@ -154,7 +156,7 @@ def _mode_table(ff) -> np.ndarray:
 
 
 def _reduced_layouts(ff) -> np.ndarray:
-    """(5, nv + 4): per mode code, the layout of its H*, C* for ``physics.compiled.reduced_post``,
+    """(5, nv + 4): per mode code, the layout of its H*, C* for ``physics.kernels.reduced.reduced_post``,
     as ``physics.reduced.reduced_dynamics`` builds it for ComputedTorque: the wheels idle
     (eliminated) in every mode but rotation-floating, where they are actuated."""
     return np.stack([reduced_plan(PC, ff, mode, mode is not Mode.ROTATION_FLOATING).layout for mode in _MODES])
@@ -167,8 +169,6 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     Raises:
         NotCovered: for a config or robot the compiled path does not implement.
     """
-    from freeflyer_control.sim.runner import Recorder, SimResult, initial_state, stopped_result, summarize
-
     config.validate()
     reason = not_covered(config)
     if reason:
@@ -244,9 +244,9 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
-        scratch = CK.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v, kp_model.wheel_v,
+        scratch = tick_loop.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v, kp_model.wheel_v,
                                   alloc[0].shape[1], task[4].size)
-        CK.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
+        tick_loop.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
                      out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
         _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
@@ -271,14 +271,14 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             previous = -1 if switcher.previous is None or switcher.blend_time == 0.0 else _MODES.index(switcher.previous)
             k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
             try:
-                done = CK.run_ticks(
+                done = tick_loop.run_ticks(
                     *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
                     *ref_args, k, k_next, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, out["q"][row:],
                     out["v"][row:], out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:],
                     out["wrench"][row:], out["thrust"][row:], out["blend"][row:], out["targets"][row:],
                     out["sigma"][row:], scratch)
             except (np.linalg.LinAlgError, ValueError) as exc:
-                if div[1] != CK.STEPPING:  # the control law's, not the plant's: as on the Python engine
+                if div[1] != divergence.STEPPING:  # the control law's, not the plant's: as on the Python engine
                     raise
                 done = int(div[6])  # the plant could not be evaluated: Plant.step's divergence
                 diverged = _divergence(div, dt, substeps, f"the dynamics could not be evaluated ({exc})")
@@ -309,7 +309,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 def _step_reason(ff, q, v, v_bounds, div) -> str:
     """Why the plant step ``run_ticks`` rejected diverged (``physics.plant``'s words); q, v: the
     rejected state."""
-    if div[1] == CK.DIVERGED_SPEED:
+    if div[1] == divergence.DIVERGED_SPEED:
         return velocity_reason(ff, q, v, v_bounds)
     return energy_reason(div[0], div[4], div[5])
 
@@ -322,7 +322,7 @@ def _divergence(div, dt: float, substeps: int, reason: str) -> str:
 
 
 def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
-    """The ``task`` tuple of ``task_kernels.ee_joint_reference`` for the run's maneuver (empty
+    """The ``task`` tuple of ``control.kernels.resolved_rate.ee_joint_reference`` for the run's maneuver (empty
     arrays for a joint maneuver): its targets' parameters, the end-effector frames of the
     controller's ``model``, the target attitudes, the commanded GJM rows, the resolved-rate gains
     and the integrated joint reference (the loop's, at the start).

@@ -6,7 +6,7 @@ and where it is defined on the Python path:
 * the frame placement and Jacobian (Pinocchio's ``computeFrameJacobian``, LOCAL_WORLD_ALIGNED):
   :func:`world_placements` and :func:`frame_jacobian` from the kernels' forward kinematics;
 * the mode's GJM of each end-effector (``physics/gjm.py: generalized_jacobian``): its compiled
-  post-processing ``physics/compiled.py: gjm_post_into`` (``gjm_post``, the very kernel
+  post-processing ``physics/kernels/reduced.py: gjm_post_into`` (``gjm_post``, the very kernel
   ``generalized_jacobian`` finishes with, is a wrapper that allocates its outputs), on the
   layout ``gjm.mode_layout`` builds for the mode;
 * the task error (``ResolvedRate._task``): the position error and log3(R_d R^T), the feed-forward
@@ -39,8 +39,8 @@ from numba.extending import register_jitable
 
 from freeflyer_control.control.maneuvers import circle_point, min_jerk, ramp_point
 from freeflyer_control.control.resolved_rate import damping_lambda2
-from freeflyer_control.physics.compiled import gjm_post_into, gjm_workspace
-from freeflyer_control.sim.fast.kernels import (
+from freeflyer_control.physics.kernels.reduced import gjm_post_into, gjm_workspace
+from freeflyer_control.physics.kernels.rigid_body import (
     _JIT,
     _NO_NRT,
     EPS,
@@ -66,7 +66,7 @@ ramp_point_compiled = njit(**_JIT)(ramp_point)
 circle_point_compiled = njit(**_JIT)(circle_point)
 damping_compiled = njit(**_JIT)(damping_lambda2)
 
-REF_EE_POINT, REF_EE_CIRCLE = 2, 3  # reference kinds after control_kernels' wilde (1), hold (0)
+REF_EE_POINT, REF_EE_CIRCLE = 2, 3  # reference kinds after the joint maneuvers' wilde (1), hold (0)
 # The functions a tick calls with tuples of scratch arrays are inlined (numba IR) into their
 # caller: passed by value, the tuples cost more than the arithmetic. Measured on spatial_6link at
 # 1 kHz, interleaved A/B, 3 x 10 s each: ee-point 77-78x -> 82x (computed torque), 81-82x -> 87x
@@ -348,7 +348,7 @@ def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos,
     q, v: the configuration and velocity the GJM is taken at; M: the controller model's mass
     matrix at q (upper triangle read; not read in a mode without free base coordinates); R, p:
     its placements at q (:func:`forward_kinematics`). layout: the mode's
-    ``physics.compiled.gjm_layout``.
+    ``physics.kernels.reduced.gjm_layout``.
     ee_body[e], ee_R[e], ee_p[e]: the frame's body and placement in it; R_d[e]: target attitude
     (world <- frame); use[e, r]: GJM row r is commanded; pos, vel: targets (m, m/s, world);
     gains: (k_position, k_orientation), 1/s; base_T (nb, nb): scratch for the world-to-base map.

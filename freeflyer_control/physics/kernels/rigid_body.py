@@ -4,14 +4,14 @@ Conventions are Pinocchio's (see :mod:`freeflyer_control.physics.state`): motion
 are 6-vectors [linear; angular]; q, v, tau are Pinocchio's coordinates; a body's placement
 (R, p) maps its frame to its parent's (x_parent = R x + p). Inside RNEA, CRBA and ABA, body i's
 quantities are in the base joint's axes about body i's joint origin (the "Base axes" section).
-``km`` is the tuple of :meth:`~freeflyer_control.sim.fast.model.KernelModel.arrays`.
+``km`` is the tuple of :meth:`~freeflyer_control.physics.kernels.arrays.KernelModel.arrays`.
 
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
 composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
 (ABA) for the plant, the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4:
 SE(3) with quaternions, SE(2), SO(2)) and the RKMK4 plant step with momentum projection of
-:class:`~freeflyer_control.physics.plant.Plant`. The control law and the lockstep loop are in
-:mod:`.control_kernels`.
+:class:`~freeflyer_control.physics.plant.Plant`. The control laws are in
+:mod:`freeflyer_control.control.kernels`, the lockstep loop in :mod:`freeflyer_control.sim.fast.loop`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import math
 import numpy as np
 from numba import njit
 
-from freeflyer_control.control.maneuvers import wilde_profile
 from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -1089,7 +1088,7 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
 
 
 # ---------------------------------------------------------------------------------------------
-# Arm joint positions and the Wilde reference (the control law: control_kernels.py)
+# Arm joint positions and the Wilde reference (the control law: control/kernels/computed_torque.py)
 
 
 @njit(**_JIT)
@@ -1101,6 +1100,3 @@ def arm_positions(q, arm_q, arm_kind, out):
         else:
             out[k] = q[arm_q[k]]
 
-
-# The Wilde reference has one definition, in control/maneuvers.py; compiled here as it is.
-wilde_reference = njit(**_JIT)(wilde_profile)

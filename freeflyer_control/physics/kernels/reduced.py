@@ -4,7 +4,7 @@ After Pinocchio's calls (CRBA, frame Jacobian, nonlinear effects) a GJM or an H*
 hundred flops on matrices of 6 to 16 rows. Done with NumPy / LAPACK that is about fifteen calls
 of 0.3-2 µs each, several times the C++ work (bench/bench_core.py); here it is one call:
 ~1 µs of numba dispatch and ~0.5 µs of arithmetic. Import this module only when numba is installed
-(:func:`freeflyer_control.sim.fast.available` tells).
+(:func:`freeflyer_control.physics.kernels.available` tells).
 
 The math is that of :mod:`freeflyer_control.physics.gjm` and
 :mod:`freeflyer_control.physics.reduced`, whose NumPy expressions stay the reference: written as
@@ -30,8 +30,8 @@ callers raise ``LinAlgError`` ("mass matrix not finite ..."), where the NumPy pa
 numba caches the compiled code on disk (``cache=True``): the first use on a machine compiles
 for ~5-35 s (:mod:`~freeflyer_control.physics.fastpath` logs it), later processes load it in
 0.2-0.7 s. numba does not notice edits to the plain functions compiled here from other modules,
-nor, in the compiled simulation (``sim/fast/control_kernels.py`` calls :func:`reduced_post` in
-its loop), edits of this module; :func:`~freeflyer_control.sim.fast.cache.ensure_fresh` clears
+nor, in the compiled simulation (``control/kernels/computed_torque.py`` calls :func:`reduced_post` in
+its loop), edits of this module; :func:`~freeflyer_control.physics.kernels.cache.ensure_fresh` clears
 the caches when any of them changes.
 """
 
@@ -42,11 +42,7 @@ import math
 import numpy as np
 from numba import njit
 
-from freeflyer_control.physics.reduced import minus_omega_cross_into
-from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
-from freeflyer_control.sim.fast.cache import ensure_fresh
-
-ensure_fresh()  # kernels below compile state.py and reduced.py: numba's cache misses their edits
+from freeflyer_control.physics.state import base_rotation_into, minus_omega_cross_into, world_to_local_base_map_into
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 # For kernels that allocate nothing: no reference counting of the views their loops take.

@@ -1,5 +1,5 @@
 """The thruster allocator compiled (needs numba; import only when
-:func:`freeflyer_control.sim.fast.available`).
+:func:`freeflyer_control.physics.kernels.available`).
 
 The allocator has one definition, the plain functions of
 :mod:`freeflyer_control.control.allocation_kernel`; they are compiled here as they are. The
@@ -21,7 +21,7 @@ for _helper in _kernel.HELPERS:
 
 # Without numba's runtime (NRT): the kernel allocates nothing, and its many views of the scratch
 # (a dozen per call) are then not reference-counted, an atomic increment and decrement each
-# that cost ~15-20 ns a view (as in sim/fast/kernels.py: _NO_NRT).
+# that cost ~15-20 ns a view (as in physics/kernels/rigid_body.py: _NO_NRT).
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "_nrt": False}
 
 allocate_forces = njit(**_JIT)(_kernel.allocate_forces)

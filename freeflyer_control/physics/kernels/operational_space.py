@@ -4,7 +4,7 @@ The same recursions as sweeps.p_sweep / sweeps.s_sweep, inertias only, on a tree
 are referred to one common point (all phi = I) and whose arm hinges have one DOF: then a hinge
 step is a rank-one update, A - (A h)(A h)^T / (h^T A h), and the base side of hinge k is
 S(parent) + P(parent) - P+(k) (the parent and all its other subtrees). Import this module only
-when numba is installed (:func:`freeflyer_control.sim.fast.available` tells); the pure-NumPy
+when numba is installed (:func:`freeflyer_control.physics.kernels.available` tells); the pure-NumPy
 sweeps give the same numbers (test/test_base_invariant.py).
 """
 
@@ -14,9 +14,6 @@ import numpy as np
 from numba import njit
 
 from freeflyer_control.physics.base_invariant.tree import Tree
-from freeflyer_control.sim.fast.cache import ensure_fresh
-
-ensure_fresh()  # numba's cache misses edits of other sources compiled into a kernel
 
 
 @njit(cache=True, fastmath=False)

@@ -2,7 +2,7 @@
 the testbed emulator's.
 
 :class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose RKMK4 step with
-momentum projection runs in :func:`freeflyer_control.sim.fast.kernels.plant_step`, the compiled
+momentum projection runs in :func:`freeflyer_control.physics.kernels.rigid_body.plant_step`, the compiled
 form of the same integrator (held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
 test/test_compiled_plant.py). Everything else is ``Plant``'s own: the divergence checks (speed
 bounds and the energy balance, from the work of the held forces over the same RK4 stages), the
@@ -14,7 +14,7 @@ at up to 1 kHz inside a ROS node; the Python step (four Pinocchio right-hand sid
 checks: ~35-150 us) was the largest single cost of those nodes after rclpy itself. Compiled, the
 integration costs a few microseconds.
 
-:func:`make_plant` picks it when ``freeflyer_control.sim.fast.available()`` and the robot's
+:func:`make_plant` picks it when ``freeflyer_control.physics.kernels.available()`` and the robot's
 joints are covered, else the Python ``Plant``; the first use compiles the kernels (tens of seconds
 once, then loaded from numba's cache in about a second).
 """
@@ -34,8 +34,8 @@ class CompiledPlant(Plant):
     """``Plant`` with its integration step compiled (same arguments; needs numba)."""
 
     def __init__(self, ff: FreeFlyerModel, state: State, dt: float, t0: float = 0.0):
-        from freeflyer_control.sim.fast import kernels as K
-        from freeflyer_control.sim.fast.model import kernel_model
+        from freeflyer_control.physics.kernels import rigid_body as K
+        from freeflyer_control.physics.kernels.arrays import kernel_model
 
         self._K = K
         km = kernel_model(ff)   # raises NotCovered for joints the kernels do not implement
@@ -89,13 +89,13 @@ def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | 
     Raises:
         ImportError / NotCovered: ``compiled=True`` and the compiled step cannot be used.
     """
-    from freeflyer_control.sim.fast import available
+    from freeflyer_control.physics.kernels import available
 
     if compiled is False:
         return Plant(ff, state, dt), "plant step: Python (compiled step not asked for)"
     if compiled is None and not available():
         return Plant(ff, state, dt), "plant step: Python (numba not installed: pip extra 'fast')"
-    from freeflyer_control.sim.fast.model import NotCovered
+    from freeflyer_control.physics.kernels.arrays import NotCovered
 
     start = time.perf_counter()
     try:

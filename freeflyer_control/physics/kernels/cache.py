@@ -2,7 +2,7 @@
 
 numba (``cache=True``) keys each cached function on the content of the ONE file that defines
 it. A kernel that calls or inlines a function from another file (``wilde_profile`` from
-control/maneuvers.py compiled into the plant loop of sim/fast/kernels.py, the allocator of
+control/maneuvers.py compiled into the plant loop of physics/kernels/rigid_body.py, the allocator of
 control/allocation_kernel.py, the state laws of physics/state.py ...) keeps its cached machine
 code when only that other file changes: after a ``git pull`` into an editable install the
 compiled path would silently run the old law while the Python path runs the new one.
@@ -14,9 +14,8 @@ of the source dir>`` when that variable is set, else the ``__pycache__`` next to
 writable, else the user-wide ``<user cache dir>/numba/<dir>_<sha1>``. When the stored
 fingerprint differs (or is missing while cache files exist), the ``*.nbi`` / ``*.nbc`` files
 of these modules there are deleted before any kernel loads, and the new fingerprint written.
-It runs once per process, from ``sim/fast/__init__.py`` (every kernel module under sim/fast
-imports through it) and at the top of the two kernel modules outside it (physics/compiled.py,
-physics/base_invariant/compiled.py). It never imports numba, so it costs a few hundred µs of
+It runs once per process, from ``physics/kernels/__init__.py``: every kernel module lives
+under physics/kernels/, control/kernels/ or sim/fast/, and the last two import through it. It never imports numba, so it costs a few hundred µs of
 file hashing (bench/bench_kernel_cache.py), and a location it cannot write to (a read-only
 install) is skipped with a debug log line.
 """
@@ -40,19 +39,21 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2]
 # test/test_kernel_cache.py scans the package's sources and fails when a module that uses numba,
 # or one that such a module imports from, is missing here.
 KERNEL_SOURCES = (
-    "sim/fast/kernels.py",
-    "sim/fast/control_kernels.py",
+    "physics/kernels/rigid_body.py",
+    "physics/kernels/divergence.py",
+    "physics/kernels/reduced.py",
+    "physics/kernels/operational_space.py",
+    "control/kernels/computed_torque.py",
+    "control/kernels/resolved_rate.py",
+    "control/kernels/allocation.py",
+    "control/kernels/references.py",
+    "sim/fast/loop.py",
     "sim/fast/record.py",
-    "sim/fast/task_kernels.py",
-    "sim/fast/allocation.py",
-    "physics/compiled.py",
-    "physics/base_invariant/compiled.py",
     "control/allocation_kernel.py",
     "control/maneuvers.py",
     "control/mode_switch.py",
     "control/resolved_rate.py",
     "physics/state.py",
-    "physics/reduced.py",
     "physics/actuators.py",
     "physics/plant.py",
     "physics/base_invariant/tree.py",
@@ -67,7 +68,7 @@ _done = False
 def ensure_fresh() -> None:
     """Clear this package's stale kernel caches, once per process (later calls return at once).
 
-    Call before the first cached kernel is loaded; importing freeflyer_control.sim.fast does.
+    Call before the first cached kernel is loaded; importing freeflyer_control.physics.kernels does.
     """
     global _done
     if _done:

@@ -1,0 +1,29 @@
+"""Compiled (numba) physics: rigid-body algorithms, factorisations, the plant step, and the
+mode post-processing (GJM, H*, C*, Lambda) as one compiled call each. Optional: needs numba
+(the ``fast`` extra); :func:`available` tells, and nothing here is imported without it.
+
+Modules: ``arrays`` (a FreeFlyerModel as flat arrays, no numba), ``rigid_body`` (kinematics,
+RNEA, CRBA, ABA, the RKMK4 plant step), ``divergence`` (the plant's divergence check),
+``reduced`` (GJM and H*/C* post-processing), ``operational_space`` (doc 004's Alg. 8),
+``plant`` (plant_node's and the testbed emulator's plant on the compiled step), ``cache``
+(numba's on-disk cache kept in step with every source compiled into a kernel).
+
+Importing this package first clears numba's kernel cache where a source compiled into a kernel
+changed since it was built (:mod:`.cache`): every kernel module of the package (and of
+``control.kernels`` and ``sim.fast``, which import through it) loads after that check.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+
+def available() -> bool:
+    """True when numba can be imported (the compiled path is usable)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+if available():
+    from freeflyer_control.physics.kernels.cache import ensure_fresh
+
+    ensure_fresh()
