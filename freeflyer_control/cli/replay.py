@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freeflyer_control.cli.options import UsageError
+from freeflyer_control.inputs.values import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
