@@ -27,13 +27,13 @@ def validate(args: argparse.Namespace) -> None:
     if not (folder / RUN_JSON).is_file():
         raise UsageError(f"RUN_DIR {args.run_dir}: no {RUN_JSON} (not a run folder, or written before run.json "
                          "existed: fly it again)")
-    missing = replay_missing()
-    if missing:
-        raise UsageError(missing)
     if args.out is not None:
         out = Path(args.out)
         if out.is_dir() or not out.parent.is_dir():
             raise UsageError(f"--out {args.out}: give a file in an existing folder (e.g. {folder / 'replay.html'})")
+    missing = replay_missing()
+    if missing:
+        raise UsageError(missing)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -171,7 +171,7 @@ def _title(records: RunRecords) -> str:
     if run.get("object"):
         parts.append(f"with {s.get('object') or 'object'}")
     for key in ("maneuver", "controller"):
-        if s.get(key):
+        if s.get(key) and str(s[key]) not in parts:  # a capture's controller is "capture" too
             parts.append(str(s[key]))
     return ", ".join(parts)
 
