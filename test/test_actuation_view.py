@@ -11,7 +11,7 @@ from freeflyer_control.physics.state import make_state, xyzw_from_rotation
 from freeflyer_control.runtime.actuation_view import base_attitude_error, thruster_arrows
 
 
-def test_a_thruster_arrow_points_along_its_force_on_the_base_with_length_in_proportion():
+def test_a_thruster_arrow_is_its_plume_opposite_to_its_force_on_the_base_with_length_in_proportion():
     ff = load_robot("planar_4link")
     forces = np.zeros(len(ff.thrusters))
     forces[0], forces[3] = ff.thrusters[0].max_force, 0.25 * ff.thrusters[3].max_force
@@ -20,7 +20,7 @@ def test_a_thruster_arrow_points_along_its_force_on_the_base_with_length_in_prop
     for arrow, k, fraction in zip(arrows, (0, 3), (1.0, 0.25)):
         t = ff.thrusters[k]
         assert np.allclose(arrow.start, t.position)
-        assert np.allclose(arrow.end - arrow.start, 0.4 * fraction * np.asarray(t.direction))
+        assert np.allclose(arrow.end - arrow.start, -0.4 * fraction * np.asarray(t.direction))
     assert thruster_arrows(ff, np.zeros(0), 0.4) == []  # no thruster command: nothing drawn
 
 

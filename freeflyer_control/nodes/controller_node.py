@@ -15,9 +15,9 @@ Publishes at ``rate``:
   /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
-  /freeflyer/actuation         visualization_msgs/MarkerArray, 10 Hz: the force of each firing
-                               thruster on the base (arrow in base_link, THRUSTER_ARROW_M at full
-                               force) and the base attitude error (arrow along its rotation vector
+  /freeflyer/actuation         visualization_msgs/MarkerArray, 10 Hz: the plume of each firing
+                               thruster (arrow in base_link from the nozzle, opposite to its force
+                               on the base, THRUSTER_ARROW_M at full force) and the base attitude error (arrow along its rotation vector
                                at the base, ATTITUDE_ARROW_M_PER_RAD, with its angle in degrees)
 Parameters ``mode`` and ``controller`` (computed_torque, resolved_rate, impedance) can be set at
 run time; an impossible mode is refused with the reason. The control laws' one-time warnings (resolved rate's "task

@@ -1,8 +1,9 @@
 """What rviz shows of the controller's actuation: thruster forces and the base attitude error.
 
 ROS-free geometry for the controller node's ``/freeflyer/actuation`` markers (the node only turns
-it into visualization_msgs): an arrow per firing thruster, from its nozzle along the force it
-exerts on the base, its length proportional to force / max_force; and the base attitude error, the
+it into visualization_msgs): an arrow per firing thruster, its plume: from the nozzle opposite to
+the force it exerts on the base (outwards, where a thruster on a face of the base would otherwise
+point into it), its length proportional to force / max_force; and the base attitude error, the
 rotation vector taking the measured attitude to the reference one.
 """
 
@@ -23,8 +24,8 @@ OFF_FRACTION = 1e-3
 
 @dataclass(frozen=True)
 class ThrusterArrow:
-    """One thruster's force on the base, drawn in base_link (m): from ``start`` (the nozzle) to
-    ``end``; ``fraction`` = force / max_force in [0, 1]."""
+    """One thruster's plume, drawn in base_link (m): from ``start`` (the nozzle) to ``end``, opposite
+    to the thruster's force on the base; ``fraction`` = force / max_force in [0, 1]."""
 
     name: str
     start: np.ndarray
@@ -43,7 +44,7 @@ def thruster_arrows(ff: FreeFlyerModel, forces: np.ndarray, full_length: float) 
             continue
         start = np.asarray(thruster.position, dtype=float)
         direction = np.asarray(thruster.direction, dtype=float)
-        arrows.append(ThrusterArrow(thruster.name, start, start + direction / np.linalg.norm(direction)
+        arrows.append(ThrusterArrow(thruster.name, start, start - direction / np.linalg.norm(direction)
                                     * fraction * full_length, fraction))
     return arrows
 

@@ -29,9 +29,11 @@
   const size = D.extent;
 
   const viewer = new MeshCat.Viewer(document.getElementById("viewer"));
-  // The default scene's grid is 20 m wide in 0.5 m cells: scale it to the robot.
+  // The default scene's grid is 20 m wide in 0.5 m cells: scale it to cells of about an eighth
+  // of the robot's extent, rounded to 1, 2 or 5 times a power of ten.
   const grid = viewer.scene_tree.find(["Grid"]);
-  const cell = Math.pow(10, Math.floor(Math.log10(size / 2)));
+  const decade = Math.pow(10, Math.floor(Math.log10(size / 8)));
+  const cell = decade * [1, 2, 5, 10].find(function (m) { return decade * m >= size / 8 / 1.5; });
   grid.object.scale.set(cell / 0.5, cell / 0.5, cell / 0.5);
   viewer.scene_tree.find(["Axes"]).object.scale.set(size / 2, size / 2, size / 2);
 
@@ -120,13 +122,15 @@
     }
   }
 
-  // --- thrusters: the force each exerts on the base, an arrow scaled by force / max_force ------
+  // --- thrusters: each firing one's plume, an arrow from the nozzle opposite to the force it
+  // exerts on the base (outwards: a thruster pushes the base away from its exhaust), its length
+  // scaled by force / max_force ------------------------------------------------------------
   const thr = D.thrusters;
   const arrows = [];
   if (thr) {
     viewer.set_object(["thrusters"], new THREE.Group());
     thr.names.forEach(function (name, i) {
-      const dir = new THREE.Vector3().fromArray(thr.directions[i]).normalize();
+      const dir = new THREE.Vector3().fromArray(thr.directions[i]).normalize().negate();
       const arrow = new THREE.ArrowHelper(dir, new THREE.Vector3().fromArray(thr.positions[i]), size / 4, 0xff3300,
                                           size / 24, size / 40);
       arrow.visible = false;
@@ -179,7 +183,7 @@
   if (com !== null) legend.push(["#d900d9", "system CoM: marker and path"]);
   if (eePos !== null && E > 0) legend.push(["#e67300", "end-effector path"]);
   if (eeTarget !== null) legend.push(["#00bf40", "end-effector target (dashed: its path)"]);
-  if (D.thrusters) legend.push(["#ff3300", "thruster force on the base, length \u221d force"]);
+  if (D.thrusters) legend.push(["#ff3300", "thruster plume (opposite to its force on the base), length \u221d force"]);
   if (D.object) legend.push(["#338cf2", D.object.free ? "target object (captured), grasp frames" : "held object, grasp frames"]);
   const legendBox = document.getElementById("legend");
   legend.forEach(function (entry) {
@@ -199,6 +203,7 @@
     viewer.set_property([name], "visible", on);
     viewer.render();
   };
+  state.viewer = viewer;  // the MeshCat viewer, for scripts that want to look further
   window.replay = state;
 
   function frameAt(t) {  // last frame at or before t
