@@ -62,6 +62,7 @@ from freeflyer_control.sim.fast import loop as tick_loop
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.config import SimConfig, initial_state
 from freeflyer_control.sim.limits import run_size_problem
+from freeflyer_control.sim.perturbation import Perturbation
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
 from freeflyer_control.sim.stream import keeps_partial
@@ -77,8 +78,12 @@ COMPILE_NOTICE_AFTER_S = 1.5
 
 def not_covered(config) -> str | None:
     """Why ``config`` (a SimConfig) cannot take the compiled path, or None if it can."""
-    if getattr(config, "perturbation", None) is not None:
-        return "a perturbation (dispersed robot, sensors or actuators)"
+    perturbation = getattr(config, "perturbation", None)
+    if perturbation is not None:
+        cls = type(perturbation)
+        if cls.sensing is not Perturbation.sensing or cls.actuation is not Perturbation.actuation:
+            return ("a perturbation with sensing or actuation code of its own (the compiled engine applies "
+                    "Perturbation.sensor_model and actuator_gains)")
     if config.controller not in _CONTROLLERS:
         return f"controller {config.controller} (computed_torque and resolved_rate are compiled)"
     if config.maneuver not in _REF_KINDS:
@@ -175,9 +180,13 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     if reason:
         raise NotCovered(f"the compiled path does not cover {reason}")
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
+    perturbation = config.perturbation or Perturbation()
     model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
-    kp_model = kernel_model(ff)
-    kc_model = kp_model if model is ff else kernel_model(model)
+    model = perturbation.controller_model(model)
+    plant_ff = perturbation.plant_model(ff)
+    kr_model = kernel_model(ff)  # the records' (the Recorder's robot: as designed)
+    kp_model = kr_model if plant_ff.model is ff.model else kernel_model(plant_ff)
+    kc_model = kr_model if model.model is ff.model else kernel_model(model)
     maneuver = make_maneuver(config.maneuver)
     mode0, schedule = initial_mode(config.mode, config.mode_schedule)
     n_att = 1 if ff.base == "planar" else 3
@@ -219,15 +228,20 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     # What no tick of this run can use is passed as None: numba then compiles the loop without
     # it (a first run compiles only what it flies; docs/benchmarks.md, "First run").
     commands_base = modes != {Mode.FLOATING}
+    sensor = _Sensing(perturbation.sensor_model(ff), q.size, v.size, dt)
     alloc = _allocator(loop, nb) if commands_base and loop.mapper.allocator is not None else None
-    args_static = (
-        kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
+    # run_ticks' arguments before and after ``sense``, the same in every call
+    head = (
+        kp_model.arrays(), kc_model.arrays(), model.model is plant_ff.model, kp_model.planar, nb, kp_model.arm_v,
         kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, _reduced_layouts(ff), kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
         float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], alloc,
         True if flies_wheels else None,
-        np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
-        np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
+    )
+    tail = (
+        perturbation.actuator_gains(ff),
+        np.ascontiguousarray(thruster_matrix(plant_ff), dtype=float).reshape(nb, -1),
+        np.asarray(plant_ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
             rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
@@ -251,12 +265,13 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
-        scratch = tick_loop.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v,
+        scratch = tick_loop.tick_scratch(head[0], head[1], q.size, nv, nb, kp_model.arm_v,
                                          kp_model.wheel_v, 0 if alloc is None else alloc[0].shape[1], task)
-        tick_loop.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
+        tick_loop.run_ticks(*head, sensor.chunk(0), *tail, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args,
+                            0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
                      out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
-        _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
+        _series(ff, kr_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
     last_progress = [wall0]
@@ -279,7 +294,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
             try:
                 done = tick_loop.run_ticks(
-                    *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
+                    *head, sensor.chunk(k_next - k), *tail, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
                     *ref_args, k, k_next, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, out["q"][row:],
                     out["v"][row:], out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:],
                     out["wrench"][row:], out["thrust"][row:], out["blend"][row:], out["targets"][row:],
@@ -295,7 +310,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             new = slice(row, row + done)
             out["mode"][new] = code
             row, k = row + done, k_next
-            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
+            recorder.extend(_series(ff, kr_model, recorder.columns, logged[new] * dt, out, new))
             if diverged is not None:
                 t_reached = int(div[2]) * dt  # the last tick whose steps all went through
                 break
@@ -311,6 +326,30 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     result.summary["engine"] = "compiled (numba)"
     result.summary["plant_diverged"] = diverged
     return result
+
+
+class _Sensing:
+    """run_ticks' ``sense`` for a run whose controller reads through ``model`` (a
+    ``sim.perturbation.SensorModel``, or None: perfect sensing, and ``sense`` None)."""
+
+    def __init__(self, model, nq: int, nv: int, dt: float):
+        self.model = model
+        if model is None:
+            return
+        std = np.ascontiguousarray(model.std, dtype=float)
+        depth = model.delay_ticks(dt) + 2  # the ticks the Sensor's history can hold, and one
+        self.noisy = bool(std.any())
+        self.rng = np.random.default_rng(model.seed)  # the Sensor's generator, drawn in tick order
+        self.state = (std, float(model.latency), np.empty((depth, nq)), np.empty((depth, nv)),
+                      np.zeros(1, dtype=np.int64), np.empty(nq), np.empty(nv), np.empty(nv), self.noisy)
+        self.none = np.empty((0, nv))
+
+    def chunk(self, ticks: int):
+        """``sense`` for a call of run_ticks over ``ticks`` ticks (their noise drawn now)."""
+        if self.model is None:
+            return None
+        noise = self.rng.normal(0.0, 1.0, (ticks, self.none.shape[1])) if self.noisy and ticks else self.none
+        return (noise, *self.state)
 
 
 def _step_reason(ff, q, v, v_bounds, div) -> str:
