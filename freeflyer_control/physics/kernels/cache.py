@@ -49,6 +49,7 @@ KERNEL_SOURCES = (
     "control/kernels/references.py",
     "sim/fast/loop.py",
     "sim/fast/record.py",
+    "sim/perturbation.py",
     "control/allocation_kernel.py",
     "control/maneuvers.py",
     "control/mode_switch.py",
