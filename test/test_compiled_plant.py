@@ -75,6 +75,47 @@ def test_a_diverging_compiled_step_is_refused_like_the_python_one():
     assert reasons[0].startswith("plant diverged at t = 0.01 s: base vx speed ")
 
 
+@pytest.mark.parametrize("make", [CompiledPlant, Plant])
+def test_generalized_forces_of_the_wrong_size_are_refused_before_anything_is_integrated(make):
+    ff = load_robot("planar_4link")
+    plant = make(ff, ready_state(ff), 1e-3)
+    with pytest.raises(ValueError, match=f"tau must have {ff.model.nv} entries"):
+        plant.step(tau=np.zeros(ff.model.nv + 1))
+    assert plant.t == 0.0 and plant.diverged is None   # refused, not a divergence
+    plant.step(tau=[0.0] * ff.model.nv)                  # a list is taken as floats
+
+
+def test_the_compiled_step_hands_out_a_new_state_and_momentum_each_step():
+    # Callers keep the State a step returns (recorders, the capture's grasp wrench): the next step
+    # must not write into it.
+    ff = load_robot("spatial_6link")
+    plant = CompiledPlant(ff, ready_state(ff), 1e-3)
+    tau = np.linspace(-1.0, 1.0, ff.model.nv)
+    first, momentum = plant.step(tau=tau), plant.momentum_world
+    kept = first.q.copy(), first.v.copy(), momentum.copy()
+    second = plant.step(tau=tau)
+    assert second.q is not first.q and plant.momentum_world is not momentum
+    for a, b in zip((first.q, first.v, momentum), kept):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_workspace_views_have_the_layout_of_the_workspace():
+    # CompiledPlant passes the compiled step one buffer carved by workspace_views instead of
+    # workspace()'s 29 arrays: the same shapes in the same order, back to back in the buffer.
+    from freeflyer_control.physics.kernels import rigid_body as K
+    from freeflyer_control.physics.kernels.arrays import kernel_model
+
+    for name in ("planar_4link", "spatial_6link"):
+        ff = load_robot(name)
+        n, nq, nv, nb = kernel_model(ff).jint.shape[0], ff.model.nq, ff.model.nv, ff.nb
+        arrays = K.workspace(n, nq, nv, nb)
+        buf = np.zeros(sum(a.size for a in arrays))
+        views, end = K.workspace_views(buf, n, nq, nv, nb)
+        assert end == buf.size and [v.shape for v in views] == [a.shape for a in arrays]
+        views[14][2, 0] = 7.0   # the views write into the buffer
+        assert (buf == 7.0).sum() == 1
+
+
 def test_make_plant_says_which_step_runs():
     ff = load_robot("planar_4link")
     plant, note = make_plant(ff, ready_state(ff), 1e-3, compiled=False)

@@ -103,3 +103,12 @@ def validate_query_pose(args: argparse.Namespace) -> None:
         ff = validation_robot(args)
         positions = parse_joint_positions(ff, args.q, "--q")
         check_joint_limits(ff, positions, "--q", refuse=False, command=args.command)
+
+
+def engine_words(s: dict) -> str:
+    """"<engine> engine", with why a run is on the Python one and which plant step it took, when
+    the summary says (e.g. "python engine: not compiled: controller impedance (...); plant step:
+    Python (the wall contact is not compiled: ...)")."""
+    words = f"{s['engine']} engine"
+    details = [d for d in (s.get("engine_reason"), s.get("plant_step")) if d and d != "plant step: Python"]
+    return words + (": " + "; ".join(details) if details else "")

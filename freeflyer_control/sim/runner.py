@@ -40,8 +40,9 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     and the exception goes on.
     """
     config.validate()
+    why_python = "asked for (--engine python)"
     if fast is not False:
-        result = _try_fast(config, progress, required=bool(fast), stream=stream)
+        result, why_python = _try_fast(config, progress, required=bool(fast), stream=stream)
         if result is not None:
             return result
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
@@ -110,8 +111,16 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "python"
+    result.summary["engine_reason"] = why_python
+    result.summary["plant_step"] = CONTACT_PLANT_STEP if has_wall else "plant step: Python"
     result.summary["plant_diverged"] = diverged
     return result
+
+
+# Why an ee-contact run's plant step stays in Python (its first line says so; the figures:
+# bench/bench_plant_share.py, docs/benchmarks.md "The plant step from Python").
+CONTACT_PLANT_STEP = ("plant step: Python (the wall contact is not compiled: the impedance controller "
+                      "keeps the run on the Python engine, where the contact step is under half the run)")
 
 
 def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t: float) -> dict:
@@ -128,24 +137,25 @@ def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t
             "wall": np.array([plant.contact.offset, plant.contact.speed])}
 
 
-def _try_fast(config: SimConfig, progress, required: bool, stream=None) -> SimResult | None:
+def _try_fast(config: SimConfig, progress, required: bool, stream=None) -> tuple[SimResult | None, str | None]:
+    """(the compiled run's result, None), or (None, why the run takes the Python engine)."""
     from freeflyer_control.sim import fast as fast_path
 
     if not fast_path.available():
         if required:
             raise ValueError("the compiled simulation needs numba: pip install 'freeflyer_control[fast]'")
-        return None
+        return None, "numba not installed (pip extra 'fast')"
     from freeflyer_control.physics.kernels.arrays import NotCovered
     from freeflyer_control.sim.fast.runner import not_covered, run_fast
 
     reason = not_covered(config)
     if reason is None:
         try:
-            return run_fast(config, progress, stream=stream)
+            return run_fast(config, progress, stream=stream), None
         except NotCovered as exc:  # a joint type the kernels do not implement
             reason = str(exc)
     if required:
         raise ValueError(f"the compiled simulation does not cover this run: {reason}")
-    return None
+    return None, f"not compiled: {reason}"
 
 

@@ -53,6 +53,56 @@ def workspace(n, nq, nv, nb):
             np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3, 3)))
 
 
+@njit(inline="always", **_JIT)
+def _carve(buf, o, shape):
+    """(buf[o:o + prod(shape)] as an array of ``shape``, the offset after it)."""
+    size = 1
+    for s in shape:
+        size *= s
+    return buf[o:o + size].reshape(shape), o + size
+
+
+@njit(**_JIT)
+def workspace_views(buf, n, nq, nv, nb):
+    """(the arrays of :func:`workspace`, in its order and shapes, as views of the flat float buffer
+    ``buf``; the offset in buf after the last one). A caller from Python passes one array instead of
+    29 (numba's dispatch unboxes each array argument: ~60 ns apiece). buf's entry for ``zero_nv``
+    (ws[10]) must hold zeros; the size is that of workspace()'s arrays together (test_compiled_plant
+    holds the two layouts equal)."""
+    nj = nv - nb
+    R, o = _carve(buf, 0, (n, 3, 3))
+    p, o = _carve(buf, o, (n, 3))
+    V, o = _carve(buf, o, (n, 6))
+    A, o = _carve(buf, o, (n, 6))
+    F, o = _carve(buf, o, (n, 6))
+    s6, o = _carve(buf, o, (6, 6))
+    cm, o = _carve(buf, o, (n,))
+    ch, o = _carve(buf, o, (n, 3))
+    cI, o = _carve(buf, o, (n, 3, 3))
+    T, o = _carve(buf, o, (3, 3))
+    zero_nv, o = _carve(buf, o, (nv,))
+    Ia, o = _carve(buf, o, (n, 6, 6))
+    Ud, o = _carve(buf, o, (n, 8))
+    Dr, o = _carve(buf, o, (4, 6, 6))
+    stage, o = _carve(buf, o, (9, nv))
+    qs, o = _carve(buf, o, (3, nq))
+    snb, o = _carve(buf, o, (6, nb))
+    Lb, o = _carve(buf, o, (nb, nb))
+    X, o = _carve(buf, o, (nb, nj + 1))
+    H, o = _carve(buf, o, (nj, nj))
+    C, o = _carve(buf, o, (nj,))
+    acc, o = _carve(buf, o, (nj,))
+    w, o = _carve(buf, o, (4, max(nj, 1)))
+    L, o = _carve(buf, o, (nv, nv))
+    bR, o = _carve(buf, o, (n, 3, 3))
+    r, o = _carve(buf, o, (n, 3))
+    u, o = _carve(buf, o, (n, 3))
+    hb, o = _carve(buf, o, (n, 3))
+    Ib, o = _carve(buf, o, (n, 3, 3))
+    return (R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w, L,
+            bR, r, u, hb, Ib), o
+
+
 # ---------------------------------------------------------------------------------------------
 # Kinematics
 
