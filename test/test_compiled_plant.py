@@ -116,6 +116,46 @@ def test_the_workspace_views_have_the_layout_of_the_workspace():
         assert (buf == 7.0).sum() == 1
 
 
+def _ee_position(ff, state):
+    import pinocchio as pin
+
+    data = ff.create_data()
+    pin.framesForwardKinematics(ff.model, data, state.q)
+    return data.oMf[ff.frame_id(ff.end_effectors[0])].translation.copy()
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
+@pytest.mark.parametrize("wall_mass", [None, 2.0])
+def test_the_compiled_wall_contact_steps_like_the_python_one_to_round_off(name, wall_mass):
+    # The end-effector 2 mm into a wall, pushed against it by its arm, bouncing off and landing
+    # again: the contact force of every stage, its impulse on the momentum, its work in the
+    # energy check and (a floating wall) the wall's own motion, on both steps.
+    from freeflyer_control.physics.contact import WallContact
+
+    ff = load_robot(name)
+    start = ready_state(ff)
+    normal = np.array([-1.0, 0.0, 0.0]) if name == "planar_4link" else np.array([-0.6, 0.0, -0.8])
+    plants = [CompiledPlant(ff, start, 1e-3), Plant(ff, start, 1e-3)]
+    for plant in plants:
+        plant.contact = WallContact(ff, ff.end_effectors[0], _ee_position(ff, start) + 0.002 * normal, normal,
+                                    mass=wall_mass)
+    rng = np.random.default_rng(5)
+    touching = 0
+    for k in range(300):
+        tau = np.zeros(ff.model.nv)
+        tau[ff.arm_v_indices] = 0.3 * rng.normal(size=len(ff.arm_v_indices)) * ff.arm_effort_limits
+        a, b = (p.step(tau=tau) for p in plants)
+        touching += bool(plants[1].last_contact_impulse.any())
+        assert np.abs(a.q - b.q).max() < TOL and np.abs(a.v - b.v).max() < 10 * TOL, k
+        np.testing.assert_allclose(plants[0].last_contact_impulse, plants[1].last_contact_impulse, rtol=0, atol=TOL)
+    assert 5 <= touching < 300   # in contact for part of the run only: pushing, and apart
+    np.testing.assert_allclose(plants[0].momentum_world, plants[1].momentum_world, rtol=0, atol=TOL)
+    assert plants[0]._energy == pytest.approx(plants[1]._energy, rel=1e-9)
+    walls = [p.contact for p in plants]
+    assert walls[0].offset == pytest.approx(walls[1].offset, abs=TOL)
+    assert walls[0].speed == pytest.approx(walls[1].speed, abs=TOL)
+
+
 def test_make_plant_says_which_step_runs():
     ff = load_robot("planar_4link")
     plant, note = make_plant(ff, ready_state(ff), 1e-3, compiled=False)

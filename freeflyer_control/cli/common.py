@@ -108,7 +108,10 @@ def validate_query_pose(args: argparse.Namespace) -> None:
 def engine_words(s: dict) -> str:
     """"<engine> engine", with why a run is on the Python one and which plant step it took, when
     the summary says (e.g. "python engine: not compiled: controller impedance (...); plant step:
-    Python (the wall contact is not compiled: ...)")."""
+    compiled (numba, ready in 0.9 s)")."""
     words = f"{s['engine']} engine"
-    details = [d for d in (s.get("engine_reason"), s.get("plant_step")) if d and d != "plant step: Python"]
+    reason, step = s.get("engine_reason"), s.get("plant_step")
+    if reason and step and "numba not installed" in reason:
+        step = None   # the plant step's note would say the same
+    details = [d for d in (reason, step) if d]
     return words + (": " + "; ".join(details) if details else "")

@@ -80,11 +80,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="compiled: the numba lockstep (pip extra 'fast'; computed torque on the joint "
                         "maneuvers wilde and station-keeping, every mode, mode schedules, wheels, thrusters "
                         "or ideal base actuation); auto: compiled when it applies, else python (default). "
-                        "On the python engine (its first line says why): ee-contact (impedance; the wall "
-                        "contact's plant step is Python too), held objects (the cooperative law and the "
-                        "closed-chain plant step are Python: the law is over two thirds of a run, "
-                        "docs/benchmarks.md) and capture (its open-chain plant steps compiled where numba "
-                        "is installed)")
+                        "The python engine's plant step is compiled too where numba is installed (ee-contact's "
+                        "wall and capture's plants included); held objects keep the Python closed-chain step "
+                        "(the cooperative law is over two thirds of such a run: docs/benchmarks.md). A run's "
+                        "first line names its engine, why, and its plant step")
     p.add_argument("--via-testbed", metavar="CONFIG", nargs="?", const="planar_4link",
                    help="close the loop through the emulated testbed of this testbed config (a .yaml "
                         "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "

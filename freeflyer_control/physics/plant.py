@@ -245,6 +245,7 @@ class Plant:
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
         self._v_shape = (ff.model.nv,)
+        self._base_nb = (ff.base, ff.nb)
         self._steps = (None,)   # (dt, dt/2, dt, dt/6 as 0-d arrays) of the last step
         self.v_bounds = velocity_bounds(ff)
         self.contact = None
@@ -329,7 +330,7 @@ class Plant:
         Returns (q, v, world momentum, work of ``tau`` over the step J).
         """
         ff, model, data, h = self.ff, self._model, self.data, self.dt
-        base, nb = ff.base, ff.nb
+        base, nb = self._base_nb
         integrate = _integrate
 
         self._contact_stages = [] if self.contact is not None else None

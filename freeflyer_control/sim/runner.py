@@ -19,6 +19,7 @@ from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.actuators import generalized_forces
 from freeflyer_control.physics.contact import ContactSample, WallContact, base_reaction
+from freeflyer_control.physics.kernels.plant import make_plant
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.sim.config import SimConfig, initial_state, parse_mode_schedule  # noqa: F401 (parse_mode_schedule: the API)
 from freeflyer_control.sim.progress import report_progress
@@ -61,7 +62,10 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     duration = float(config.duration or maneuver.duration)
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
-    plant = Plant(perturbation.plant_model(ff), state, dt / substeps)
+    # The plant step compiled where numba is installed (also with a wall: physics.kernels.plant),
+    # unless the Python engine was asked for; the first line says which.
+    plant, plant_step = make_plant(perturbation.plant_model(ff), state, dt / substeps,
+                                   compiled=False if fast is False else None)
     has_wall = getattr(maneuver, "wall_point", None) is not None
     if has_wall:
         plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal,
@@ -112,15 +116,10 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "python"
     result.summary["engine_reason"] = why_python
-    result.summary["plant_step"] = CONTACT_PLANT_STEP if has_wall else "plant step: Python"
+    result.summary["plant_step"] = plant_step
     result.summary["plant_diverged"] = diverged
     return result
 
-
-# Why an ee-contact run's plant step stays in Python (its first line says so; the figures:
-# bench/bench_plant_share.py, docs/benchmarks.md "The plant step from Python").
-CONTACT_PLANT_STEP = ("plant step: Python (the wall contact is not compiled: the impedance controller "
-                      "keeps the run on the Python engine, where the contact step is under half the run)")
 
 
 def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t: float) -> dict:

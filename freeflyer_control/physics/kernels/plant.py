@@ -1,18 +1,22 @@
-"""The simulated plant on the compiled step (numba), when numba is installed: plant_node's and
-the testbed emulator's.
+"""The simulated plant on the compiled step (numba), when numba is installed: plant_node's, the
+testbed emulator's, and the Python engine's runs (ee-contact, capture) where numba is installed.
 
-:class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose RKMK4 step with
-momentum projection runs in :func:`freeflyer_control.physics.kernels.rigid_body.plant_step`, the compiled
-form of the same integrator (held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
-test/test_compiled_plant.py). Everything else is ``Plant``'s own: the divergence checks (speed
-bounds and the energy balance, from the work of the held forces over the same RK4 stages), the
-momentum bookkeeping, ``state`` and resets. It takes raw generalized forces (``step(tau=...)``),
-as the emulator gives them; contact (``plant.contact``) is not compiled (the Python step runs).
+:class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose step runs in one
+compiled call, :func:`freeflyer_control.physics.kernels.divergence.checked_plant_step`: the RKMK4
+step with momentum projection (``rigid_body.plant_step``, with the end-effector's wall contact
+when ``plant.contact`` is a ``WallContact``: ``rigid_body.plant_step_wall``) and the divergence
+check (speed bounds and the energy balance, from the work of the held forces and of the wall
+over the same RK4 stages), held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
+test/test_compiled_plant.py. The momentum bookkeeping, ``state``, resets, the State it returns
+and the reasons of a divergence are ``Plant``'s. It takes raw generalized forces
+(``step(tau=...)``) as the emulator gives them, or an ``Actuation``.
 
 Why: plant_node (alone or in sim_loop_node's lockstep) and the testbed emulator step their plant
-at up to 1 kHz inside a ROS node; the Python step (four Pinocchio right-hand sides, projection,
-checks: ~35-150 us) was the largest single cost of those nodes after rclpy itself. Compiled, the
-integration costs a few microseconds.
+at up to 1 kHz inside a ROS node, and a law written in Python calls the plant every tick; the
+Python step costs about 3x MuJoCo's ``mj_step`` on SPART's 7-DOF arm, the compiled one less than
+it, called from Python (bench/bench_mujoco.py, docs/benchmarks.md). The call is built to be
+cheap: one buffer for the workspace and the mass matrices (numba unboxes each array argument),
+fresh arrays only for what it hands out.
 
 :func:`make_plant` picks it when ``freeflyer_control.physics.kernels.available()`` and the robot's
 joints are covered, else the Python ``Plant``; the first use compiles the kernels (tens of seconds
@@ -27,6 +31,7 @@ import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
+from freeflyer_control.physics.contact import WallContact
 from freeflyer_control.physics.plant import Plant, PlantDiverged, energy_reason, velocity_reason
 from freeflyer_control.physics.state import State
 
@@ -53,6 +58,8 @@ class CompiledPlant(Plant):
         self._M = self._buf[ws_size:ws_size + 2 * nv * nv].reshape(2, nv, nv)
         self._b = self._buf[ws_size + 2 * nv * nv:-nv].reshape(2, nv)
         self._current = 0
+        self._no_wall = (np.zeros(0), np.zeros(0))   # plant_step_wall's arrays without a wall
+        self._wall_of = None                          # the contact whose arrays _wall_arrays are
         super().__init__(ff, state, dt, t0)
         self._buf[-nv:] = self.v_bounds
 
@@ -64,14 +71,17 @@ class CompiledPlant(Plant):
 
     def step(self, actuation=None, *, tau: np.ndarray | None = None) -> State:
         """``Plant.step`` (same arguments, checks, errors and State) in one compiled call: the
-        RKMK4 step with momentum projection and the divergence check
-        (``physics.kernels.divergence.checked_plant_step``). With a contact model the Python step
-        runs (the contact is not compiled)."""
-        if self.contact is not None:
+        RKMK4 step with momentum projection, a wall contact if ``contact`` is a
+        :class:`~freeflyer_control.physics.contact.WallContact`, and the divergence check
+        (``physics.kernels.divergence.checked_plant_step``). Another contact model takes the
+        Python step."""
+        contact = self.contact
+        if contact is not None and type(contact) is not WallContact:  # another contact model
             state = super().step(actuation, tau=tau)
             i = self._current
             self._K.mass_and_bias(self._km, state.q, state.v, self._M[i], self._b[i], self._ws)
             return state
+        wall, wall_out = self._no_wall if contact is None else self._wall(contact)
         if self.diverged is not None:
             raise PlantDiverged(self.diverged, self.t)
         q0, v0 = self._state.q, self._state.v
@@ -83,7 +93,7 @@ class CompiledPlant(Plant):
         try:
             code, energy, work = self._checked_step(self._km, self._planar, nb, q0, v0, tau, self.dt,
                                                     self.momentum_world, self._energy, self._buf,
-                                                    self._current, q, v, momentum)
+                                                    self._current, q, v, momentum, wall, wall_out)
         except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN in a Cholesky factor
             code, reason = None, f"the dynamics could not be evaluated ({exc})"
         if code is None or code != 0.0:
@@ -99,7 +109,24 @@ class CompiledPlant(Plant):
         self.last_acceleration = self._ws[14][2].copy()   # k1 = a(q0, v0)
         self._state = State(q, v)
         self.t += self.dt
+        if contact is not None:  # a floating wall moves by the step's impulse
+            self.last_contact_impulse = wall_out[:nb].copy()
+            contact.after_step(self.last_contact_impulse, self.dt)
         return self._state
+
+    def _wall(self, contact: WallContact) -> tuple[np.ndarray, np.ndarray]:
+        """(wall, wall_out) of ``rigid_body.plant_step_wall`` for ``contact`` as it is now (a
+        floating wall's offset and speed change every step)."""
+        if self._wall_of is not contact:
+            nq, nv, nb = self._sizes
+            frame = self.ff.model.frames[contact.fid]
+            self._wall_arrays = (np.concatenate([contact.point, contact.normal, [contact.stiffness, contact.damping,
+                                 0.0, 0.0, 0.0, 0.0], frame.placement.translation, [frame.parentJoint - 1]]),
+                                 np.zeros(nb + 1 + 2 * nv))
+            self._wall_of = contact
+        wall = self._wall_arrays[0]
+        wall[8], wall[9] = contact.offset, contact.speed
+        return self._wall_arrays
 
 
 def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | None = None, t0: float = 0.0):
