@@ -15,10 +15,12 @@ come out of the exponential map.
 Momentum projection. The total momentum about the world origin, h = [P; L_O], obeys
 h' = (external wrench), whatever the joints do. The plant integrates h alongside (q, v) with
 the same RK4 weights (exactly, when no external wrench acts) and, after each step, re-solves
-the base velocity from it: v_b = M_bb^-1 (h_b(q) - M_bj qdot). This is the standard projection
-method for an invariant (Hairer, Lubich & Wanner, Geometric Numerical Integration, IV.4): the
-correction is of the size of the RK4 local error, so the order stays 4, and in floating mode
-P and L stay at their initial values to round-off instead of drifting by O(dt^4) per second.
+the base velocity from it: v_b = M_bb^-1 (h_b(q) - M_bj qdot) (here v_b + Ag_b^-1 (h - Ag v) with
+Pinocchio's centroidal momentum map Ag, the same velocity; the compiled step uses M). This is the
+standard projection method for an invariant (Hairer, Lubich & Wanner, Geometric Numerical
+Integration, IV.4): the correction is of the size of the RK4 local error, so the order stays 4,
+and in floating mode P and L stay at their initial values to round-off instead of drifting by
+O(dt^4) per second.
 
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
 
@@ -347,6 +349,8 @@ class Plant:
         if self._steps[0] != h:
             self._steps = (h, np.array(hh), np.array(h), np.array(h6))
         _, hh_, h_, h6_ = self._steps
+        # The stages are written out, not looped or factored into a helper: a Python call costs
+        # about 0.3 us a stage here, a hundredth of the step.
         k1v = _aba(model, data, q0, v0, tau) if acc is None else acc(q0, v0, tau)
         th = hh_ * v0  # h/2 k1t, k1t = v0
         v2 = hh_ * k1v
