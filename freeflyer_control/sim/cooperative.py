@@ -277,7 +277,7 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
 # Why a held-object run is on the Python engine, in its first line (the figures:
 # bench/bench_plant_share.py, docs/benchmarks.md "The plant step from Python").
 ENGINE_REASON = ("not compiled: the cooperative law (over two thirds of the run) and the closed-chain "
-                 "plant step (under a third: compiled, the run would be at most 1.4x faster)")
+                 "plant step (under a third: compiled, the run would be at most 1.5x faster)")
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:
