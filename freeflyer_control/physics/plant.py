@@ -149,10 +149,10 @@ def _dexp_inv_base(base: str, theta: list, v: list) -> list:
 # orders of magnitude beyond any table or orbital manipulation maneuver.
 VELOCITY_MARGIN = 10.0
 SPEED_BOUND = 100.0
-# N, N m: generalized forces whose norm is below this cannot overflow a step from a state within the
-# divergence bounds (accelerations M^-1 (tau - b) stay below ~1e110 for any physical inertia, far
-# from the 1e308 of an overflow), so the step runs without numpy's error-state context (~1 us);
-# above it, or NaN, it runs inside one.
+# Generalized forces (N, N m) and velocities (m/s, rad/s) whose norms are below this cannot overflow
+# a step (accelerations M^-1 (tau - b) stay below ~1e110 for any physical inertia, far from the
+# 1e308 of an overflow), so the step runs without numpy's error-state context (~1 us); otherwise,
+# or with NaN, inside one. An accepted step leaves the velocities within the divergence bounds.
 QUIET_FORCES = 1e100
 
 
@@ -265,6 +265,7 @@ class Plant:
         if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
             raise ValueError("plant state must be finite; got NaN or Inf in q or v")
         self._state = state.copy()
+        self._quiet_state = dnrm2(self._state.v) <= QUIET_FORCES
         self.momentum_world = world_momentum(self.ff, self.data, self._state)
         self._energy = kinetic_energy(self.ff, self.data, self._state.q, self._state.v)
         self.diverged: str | None = None
@@ -292,7 +293,7 @@ class Plant:
         # Saturation (e.g. wheel speed limits) is decided once per step, at its start.
         tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0) if tau is None else self.forces(tau)
         try:
-            if dnrm2(tau) <= QUIET_FORCES:
+            if dnrm2(tau) <= QUIET_FORCES and self._quiet_state:
                 q_new, v_new, momentum, work = self._integrate(q0, v0, tau)
             else:
                 # A diverging step overflows on its way to the check below, which says why in one
