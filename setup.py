@@ -72,8 +72,9 @@ setup(
         'fast': ['numba>=0.60'],
         # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
         'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
-        # Optional benchmark peers (bench/bench_spart.py): never imported by the package.
-        'bench': ['spartpy'],
+        # Optional benchmark peers (bench/bench_spart.py, bench/bench_mujoco.py): never imported by
+        # the package.
+        'bench': ['spartpy', 'mujoco>=3.2'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',
