@@ -1,0 +1,131 @@
+"""What the package guarantees around any control law, its own or a user's.
+
+:class:`LawGuard` makes every call of a law's ``effort`` and checks what comes back. A law that
+
+* raises,
+* returns something that is not a :class:`~freeflyer_control.control.effort.ControlEffort` of
+  the robot's sizes, or non-finite values,
+* returns a command more than :data:`OVER_LIMIT_FACTOR` times what the actuator can give (a law
+  in the wrong units or diverging; an ordinary saturating law stays well inside: it is clipped),
+* or takes more CPU time than its control period on :data:`OVERRUN_LIMIT` ticks running,
+
+is stopped: the guard returns a :class:`~freeflyer_control.control.law.LawFault` (the law's
+name, the time, one line) and the loop commands zero. What follows is the caller's: the
+simulation ends its run, the controller server answers ``fault`` with zero commands and the HIL
+path trips the bridge. Overruns are counted whether or not they stop the law.
+
+Time is the law's own CPU time (``time.thread_time``): a machine busy with other work delays a
+tick without making the law slower, and that lateness is the watchdogs' business (the bridge's
+controller timeout), not the law's. A law whose work runs in other threads (a multithreaded
+BLAS) shows less than its wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from freeflyer_control.control.effort import ControlEffort
+from freeflyer_control.control.law import LawFault
+
+# A command this many times the actuator's limit is not a saturating law but a broken one.
+# The built-in laws' largest request in the test suite's runs (station keeping after a kick,
+# mode switches, contact) stays under 3 times a limit; a law in N mm instead of N m asks 1000x.
+OVER_LIMIT_FACTOR = 10.0
+# Ticks running over the period before the law is stopped: one slow call (a garbage
+# collection, a first-call cache) is counted, not fatal.
+OVERRUN_LIMIT = 3
+
+
+@dataclass
+class LawTiming:
+    """The law's CPU time per tick: calls, overruns (ticks over the period), the longest tick, s."""
+
+    ticks: int = 0
+    overruns: int = 0
+    running: int = 0
+    longest_s: float = 0.0
+    total_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"ticks": self.ticks, "overruns": self.overruns, "longest_tick_s": self.longest_s,
+                "mean_tick_s": self.total_s / self.ticks if self.ticks else None}
+
+
+class LawGuard:
+    """Checks one robot's law outputs (see the module docstring).
+
+    Args:
+        ff: the controller's model (sizes and actuator limits).
+        overrun_limit: ticks running over the period that stop the law; None: count only.
+    """
+
+    def __init__(self, ff, overrun_limit: int | None = OVERRUN_LIMIT):
+        from freeflyer_control.physics.actuators import base_wrench_limits
+
+        self.ff = ff
+        self.overrun_limit = overrun_limit
+        self.timing = LawTiming()
+        force, torque = base_wrench_limits(ff)
+        n_lin = 2 if ff.base == "planar" else 3
+        self._sizes = (len(ff.arm_joint_names), len(ff.wheel_joint_names), ff.nb)
+        self._n_lin = n_lin
+        self._limits = (np.asarray(ff.arm_effort_limits, float), np.asarray(ff.wheel_max_torques, float),
+                        float(force), float(torque))
+
+    def tick_time(self, seconds: float, period: float) -> str | None:
+        """Count a tick that took ``seconds`` of CPU; why the law is stopped, or None."""
+        timing = self.timing
+        timing.ticks += 1
+        timing.total_s += seconds
+        timing.longest_s = max(timing.longest_s, seconds)
+        if seconds <= period:
+            timing.running = 0
+            return None
+        timing.overruns += 1
+        timing.running += 1
+        if self.overrun_limit is not None and timing.running >= self.overrun_limit:
+            return (f"slower than its period: {timing.running} ticks running over {period * 1e3:.3g} ms "
+                    f"(the last took {seconds * 1e3:.3g} ms of CPU)")
+        return None
+
+    def problem(self, effort) -> str | None:
+        """Why ``effort`` cannot be used (one line), or None."""
+        if not isinstance(effort, ControlEffort):
+            return f"returned {type(effort).__name__}, not a ControlEffort"
+        names = ("arm_torques", "wheel_torques", "base_wrench_world")
+        parts = [np.asarray(getattr(effort, n), dtype=float) for n in names]
+        for name, part, size in zip(names, parts, self._sizes):
+            if part.shape != (size,):
+                return f"returned {name} of shape {part.shape}; the robot needs ({size},)"
+            if not np.isfinite(part).all():
+                return f"returned non-finite {name} {part.tolist()}"
+        arm, wheels, wrench = parts
+        arm_limit, wheel_limit, force, torque = self._limits
+        checks = (("arm_torques", np.abs(arm), arm_limit, "N m"), ("wheel_torques", np.abs(wheels), wheel_limit, "N m"),
+                  ("base force", np.array([np.linalg.norm(wrench[:self._n_lin])]), np.array([force]), "N"),
+                  ("base torque", np.array([np.linalg.norm(wrench[self._n_lin:])]), np.array([torque]), "N m"))
+        for name, value, limit, unit in checks:
+            over = value > OVER_LIMIT_FACTOR * limit
+            if over.any():
+                i = int(np.argmax(value / np.maximum(limit, 1e-300)))
+                return (f"returned {name} {value[i]:.4g} {unit}, over {OVER_LIMIT_FACTOR:g} times the limit "
+                        f"{limit[i]:.4g} {unit}")
+        return None
+
+
+def fault(law_name: str, t: float, reason: str) -> LawFault:
+    """The fault record (one line: no newlines from an exception's text)."""
+    return LawFault(law_name, float(t), " ".join(str(reason).split()))
+
+
+def raised(exc: BaseException) -> str:
+    """One line for a law that raised ``exc``."""
+    return f"raised {type(exc).__name__}: {exc}"
+
+
+def cpu_time() -> float:
+    """The calling thread's CPU time, s."""
+    return time.thread_time()
