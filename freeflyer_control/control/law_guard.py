@@ -74,6 +74,8 @@ class LawGuard:
         self._n_lin = n_lin
         self._limits = (np.asarray(ff.arm_effort_limits, float), np.asarray(ff.wheel_max_torques, float),
                         float(force), float(torque))
+        k = OVER_LIMIT_FACTOR
+        self._bounds = (k * self._limits[0], k * self._limits[1], (k * force) ** 2, (k * torque) ** 2)
 
     def tick_time(self, seconds: float, period: float) -> str | None:
         """Count a tick that took ``seconds`` of CPU; why the law is stopped, or None."""
@@ -92,11 +94,31 @@ class LawGuard:
         return None
 
     def problem(self, effort) -> str | None:
-        """Why ``effort`` cannot be used (one line), or None."""
+        """Why ``effort`` cannot be used (one line), or None.
+
+        Runs every tick, so the common case is three array comparisons (a NaN fails them too);
+        only an effort that fails one is looked at closely for the message."""
         if not isinstance(effort, ControlEffort):
             return f"returned {type(effort).__name__}, not a ControlEffort"
+        arm, wheels, wrench = effort.arm_torques, effort.wheel_torques, effort.base_wrench_world
+        arm_bound, wheel_bound, force2, torque2 = self._bounds
+        n = self._n_lin
+        try:
+            if (arm.shape == arm_bound.shape and wheels.shape == wheel_bound.shape and wrench.shape == (self._sizes[2],)
+                    and (abs(arm) <= arm_bound).all() and (abs(wheels) <= wheel_bound).all()
+                    and float(wrench[:n].dot(wrench[:n])) <= force2 and float(wrench[n:].dot(wrench[n:])) <= torque2):
+                return None
+        except (AttributeError, TypeError, ValueError):  # not arrays: say what is wrong below
+            pass
+        return self._diagnose(effort)
+
+    def _diagnose(self, effort: ControlEffort) -> str:
+        """The one-line reason for an effort :meth:`problem` refused."""
         names = ("arm_torques", "wheel_torques", "base_wrench_world")
-        parts = [np.asarray(getattr(effort, n), dtype=float) for n in names]
+        try:
+            parts = [np.asarray(getattr(effort, name), dtype=float) for name in names]
+        except (TypeError, ValueError) as exc:
+            return f"returned an effort that is not numbers ({exc})"
         for name, part, size in zip(names, parts, self._sizes):
             if part.shape != (size,):
                 return f"returned {name} of shape {part.shape}; the robot needs ({size},)"
@@ -113,7 +135,7 @@ class LawGuard:
                 i = int(np.argmax(value / np.maximum(limit, 1e-300)))
                 return (f"returned {name} {value[i]:.4g} {unit}, over {OVER_LIMIT_FACTOR:g} times the limit "
                         f"{limit[i]:.4g} {unit}")
-        return None
+        return "returned an effort the guard cannot use"
 
 
 def fault(law_name: str, t: float, reason: str) -> LawFault:

@@ -136,7 +136,7 @@ class ControlLoop:
         if not isinstance(law, ControlLaw):
             raise ValueError(f"a control law must be a ControlLaw (freeflyer_control.control.law), "
                              f"got {type(law).__name__}")
-        reason = law.refuses(self.model, self.maneuver)
+        reason = law.refuses(self.model, self.maneuver) or law.refuses_mode(self.mode)
         if reason:
             raise ValueError(reason)
         self.law = law

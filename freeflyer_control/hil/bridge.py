@@ -372,6 +372,12 @@ class TestbedBridge:
         self._observe(now)
         self.latch.trip(now, "estop", reason)
 
+    def law_fault(self, now: float, reason: str) -> None:
+        """The controller's law failed (control.law_guard): trip ``law_fault`` with its reason
+        (the law's name, when, why) until a reset, as for any other fault."""
+        self._observe(now)
+        self.latch.trip(now, "law_fault", reason)
+
     def reset(self, now: float) -> tuple[bool, str]:
         """Clear the latched trip if its cause is gone; else say what is still wrong."""
         if not self._observe(now):

@@ -11,6 +11,9 @@ ROS graph of ``hil_sim.launch.py`` wires them, on one simulated clock:
   estimate to the controller, whose output it receives for the next tick;
 * a bridge trip e-stops the controller (the node calls ``controller_node/estop``), and a
   successful bridge reset resets the controller's e-stop (``controller_node/reset_estop``);
+* a controller fault (its control law raised, returned non-finite or over-limit commands, or
+  overran its period) trips the bridge (``law_fault``, with the controller's reason), as the
+  node's e-stop on /estop does in the ROS graph;
 * the nodes' clock can step (``clock_steps``: a restarted simulation clock, a looping bag, an
   NTP step on the host): the bridge and the controller then read ``t + offset`` and the sample
   stamps carry the offset in force when they were taken, while the emulated plant goes on in
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from freeflyer_control.control.law import ControlLaw
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.physics.state import State, base_position, base_twist_world, base_yaw, joint_positions
 from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
@@ -90,7 +94,7 @@ class HilRun:
 
 
 def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: float, *,
-            mode: str = "floating", controller: str = "computed_torque", faults: Sequence[Fault] = (),
+            mode: str = "floating", controller: ControlLaw | str = "computed_torque", faults: Sequence[Fault] = (),
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
             emulated: TestbedConfig | None = None, clock_steps: Sequence[tuple[float, float]] = (),
             on_tick: Callable[[float, BridgeOutput], None] | None = None,
@@ -101,7 +105,7 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         testbed: the testbed config (the emulator imitates it; the bridge speaks it).
         maneuver: what the controller does (started at the first valid state).
         state: the emulated plant's initial state.
-        mode, controller: the controller's.
+        mode, controller: the controller's (a law object, or a built-in law's name).
         faults: injected by the emulator. events: operator actions.
         settings: the emulator's (default: the config's ``emulator`` section).
         emulated: the testbed as it really is, if not as ``testbed`` describes it (a lab's
@@ -170,6 +174,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             ctrl.on_joint_state(ff.joint_names, out.joints.positions, out.joints.velocities, now)
             ctrl.on_base_odometry(out.base, now)
         control = ctrl.tick(now)
+        if control.status == "fault" and not bridge.latch.tripped:
+            bridge.law_fault(now, f"controller fault: {control.reason}")
         bridge.on_controller(control.actuation, now)
         if on_control is not None:
             on_control(t, emulator.state, control)
