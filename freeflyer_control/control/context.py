@@ -24,7 +24,7 @@ import pinocchio as pin
 from freeflyer_control.control.effort import ControlEffort
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import base_wrench_limits
-from freeflyer_control.physics.dynamics import mass_matrix
+from freeflyer_control.physics.dynamics import mass_matrix, nonlinear_effects
 from freeflyer_control.physics.gjm import GJM, generalized_jacobian
 from freeflyer_control.physics.modes import BasePartition, Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
@@ -172,6 +172,15 @@ class LawContext:
             M.setflags(write=False)
             return M
         return self._cached(("M",), compute)
+
+    def nonlinear_effects(self) -> np.ndarray:
+        """b(q, v) (nv,) of M a + b = tau over Pinocchio's velocity coordinates (base part in
+        base_link axes): Coriolis and centrifugal terms (no gravity in orbit); read-only."""
+        def compute():
+            b = nonlinear_effects(self.model, self._own, self.state.q, self.state.v).copy()
+            b.setflags(write=False)
+            return b
+        return self._cached(("b",), compute)
 
     def gjm(self, frame: str, point: np.ndarray | None = None) -> GJM:
         """The mode's Generalized Jacobian of ``frame`` (or of ``point``, m, in its axes), with
