@@ -176,7 +176,7 @@ def test_the_same_law_runs_unchanged_in_the_controller_server_and_the_hil_runner
                                                                             "computed_torque": make_law("computed_torque")})
     assert server.loop.controller == "recording"
     server.set_controller("computed_torque")
-    with pytest.raises(ValueError, match="not one of the loaded laws"):
+    with pytest.raises(ValueError, match="is not loaded; the loaded laws are"):
         server.set_controller("impedance")
 
 

@@ -124,6 +124,26 @@ class BuiltinLaw(ControlLaw):
         self.joint_reference = None
         self.resolved_rate = None
 
+    def effort(self, state: State, reference: Reference, context: LawContext) -> ControlEffort:
+        """Computed torque on the joint reference: the maneuver's, or one made from its task
+        references (:meth:`_task_reference`)."""
+        if context.leaving:  # the blend's second call: this tick's reference, the mode being left
+            return self.ct.effort(state, context.mode, self.joint_reference, reference.base)
+        self.resolved_rate = None
+        if reference.tasks:
+            jref = self._task_reference(state, reference.tasks, context)
+        else:
+            jref = reference.joint
+            # Task references may come and go (external targets): restart the integration at
+            # the joint reference so a later task does not jump.
+            self.q_integrated = jref.position.copy()
+        self.joint_reference = jref
+        return self.ct.effort(state, context.mode, jref, reference.base)
+
+    def _task_reference(self, state: State, tasks, context: LawContext) -> JointReference:
+        """The joint reference that tracks ``tasks`` (world axes)."""
+        raise NotImplementedError
+
     @property
     def warnings(self) -> list[str]:
         return list(self.rr.warnings) if self.rr is not None else []
@@ -151,27 +171,16 @@ class ComputedTorqueLaw(BuiltinLaw):
     def refuses(self, model, maneuver) -> str | None:
         return _refuses_force(self, maneuver)
 
-    def effort(self, state: State, reference: Reference, context: LawContext) -> ControlEffort:
-        if context.leaving:  # the blend's second call: the reference of this tick, the old mode
-            return self.ct.effort(state, context.mode, self.joint_reference, reference.base)
-        model, tasks = context.model, reference.tasks
-        self.resolved_rate = None
-        if tasks:
-            # Resolved rate as a reference generator: it closes its task loop on the reference
-            # joint angles (with the measured base and momentum), not on the measured ones, so it
-            # does not chase the tracking lag of the torque loop.
-            q_ref = with_joint_positions(model, state.q, model.arm_v_indices, self.q_integrated)
-            rr = self.rr.joint_rates(State(q_ref, state.v), context.mode, tasks)
-            self.q_integrated = self.q_integrated + rr.joint_rates * context.period
-            jref = JointReference(self.q_integrated.copy(), rr.joint_rates, np.zeros_like(rr.joint_rates))
-            self.resolved_rate = rr
-        else:
-            jref = reference.joint
-            # Task references may come and go (external targets): restart the integration at
-            # the joint reference so a later task does not jump.
-            self.q_integrated = jref.position.copy()
-        self.joint_reference = jref
-        return self.ct.effort(state, context.mode, jref, reference.base)
+    def _task_reference(self, state: State, tasks, context: LawContext) -> JointReference:
+        # Resolved rate as a reference generator: it closes its task loop on the reference joint
+        # angles (with the measured base and momentum), not on the measured ones, so it does not
+        # chase the tracking lag of the torque loop.
+        model = context.model
+        q_ref = with_joint_positions(model, state.q, model.arm_v_indices, self.q_integrated)
+        rr = self.rr.joint_rates(State(q_ref, state.v), context.mode, tasks)
+        self.q_integrated = self.q_integrated + rr.joint_rates * context.period
+        self.resolved_rate = rr
+        return JointReference(self.q_integrated.copy(), rr.joint_rates, np.zeros_like(rr.joint_rates))
 
 
 class ResolvedRateLaw(BuiltinLaw):
@@ -202,20 +211,11 @@ class ResolvedRateLaw(BuiltinLaw):
                     "end-effector maneuver (ee-point, ee-circle): use --controller computed_torque")
         return _refuses_force(self, maneuver)
 
-    def effort(self, state: State, reference: Reference, context: LawContext) -> ControlEffort:
-        if context.leaving:
-            return self.ct.effort(state, context.mode, self.joint_reference, reference.base)
-        self.resolved_rate = None
-        if reference.tasks:
-            rr = self.rr.joint_rates(state, context.mode, reference.tasks)
-            q_now = context.joint_positions()
-            jref = JointReference(q_now, rr.joint_rates, np.zeros_like(q_now))
-            self.resolved_rate = rr
-        else:
-            jref = reference.joint
-            self.q_integrated = jref.position.copy()
-        self.joint_reference = jref
-        return self.ct.effort(state, context.mode, jref, reference.base)
+    def _task_reference(self, state: State, tasks, context: LawContext) -> JointReference:
+        rr = self.rr.joint_rates(state, context.mode, tasks)
+        q_now = context.joint_positions()
+        self.resolved_rate = rr
+        return JointReference(q_now, rr.joint_rates, np.zeros_like(q_now))
 
 
 class ImpedanceLaw(BuiltinLaw):

@@ -53,6 +53,7 @@ from freeflyer_control.runtime.plausibility import (
     PlausibilityBounds,
 )
 from freeflyer_control.runtime.capture_control import CaptureControl
+from freeflyer_control.runtime.law_set import not_loaded
 from freeflyer_control.runtime.object_control import ObjectControl
 from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
@@ -349,8 +350,7 @@ class ControllerServer:
     def _law_named(self, name: str) -> ControlLaw:
         law = self.laws.get(name)
         if law is None:
-            raise ValueError(f"controller '{name}' is not one of the loaded laws {list(self.laws)} (the node's "
-                             "read-only parameter controllers fixes them at launch)")
+            raise ValueError(not_loaded(name, self.laws))
         return law
 
     def set_controller(self, name: str) -> None:

@@ -18,6 +18,12 @@ from freeflyer_control.laws import load_law_class
 PARAM_PREFIX = "controller_params"
 
 
+def not_loaded(spec: str, loaded) -> str:
+    """The refusal of a switch to a law that was not loaded at launch (one line)."""
+    return (f"controller '{spec}' is not loaded; the loaded laws are {list(loaded)} (the read-only parameter "
+            "controllers fixes them at launch)")
+
+
 @dataclass(frozen=True)
 class LawSet:
     """The loadable law classes: ``classes`` by name (the law's own name), ``aliases`` the
@@ -51,8 +57,7 @@ class LawSet:
         """The loaded law's name for ``spec`` (its name or the import path it was loaded by)."""
         name = self.aliases.get(spec)
         if name is None:
-            raise ValueError(f"controller '{spec}' is not loaded; the loaded laws are {list(self.classes)} "
-                             "(the read-only parameter controllers fixes them at launch)")
+            raise ValueError(not_loaded(spec, self.classes))
         return name
 
     def declarations(self) -> list[tuple[str, Parameter]]:
