@@ -250,3 +250,40 @@ def test_a_law_too_slow_for_the_bridge_trips_it():
     run = run_hil(tb, make_maneuver("wilde"), make_state(tb.robot), 2.0, controller=L.TooSlow(after=1.0))
     assert run.trips and run.trips[0].kind == "law_fault" and "slower than its period" in run.trips[0].reason
     assert run.controller.loop.guard.timing.overruns >= 3
+
+
+# --- the command line -----------------------------------------------------------------------
+
+def test_freeflyer_controllers_lists_every_law_one_line_each_and_a_laws_parameters(capsys):
+    from freeflyer_control.cli.main import main
+
+    assert main(["controllers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in ("computed_torque", "resolved_rate", "impedance"):
+        line = next(line for line in lines if line.startswith(name + " "))
+        assert "built-in" in line and "parameters)" in line
+    assert "freeflyer_control.controllers" in lines[-1]
+    assert main(["controllers", "laws_for_tests:JointPD"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "joint_pd: Computed torque on the context's H*, C*, in floating mode (no base DOF commanded)."
+    assert out[1].split() == ["kp", "1.0", "float", "in", "[0,", "100]", "joint", "stiffness,", "1/s^2"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--controller", "laws_for_tests:JointPD", "--engine", "compiled"],
+     "freeflyer sim: error: the compiled simulation does not cover this run: controller joint_pd (computed_torque "
+     "and resolved_rate at their default parameters are compiled; other laws run on the python engine)"),
+    (["--controller", "laws_for_tests:JointPD", "--controller-param", "kp=200"],
+     "freeflyer sim: error: --controller: joint_pd: parameter kp must be float in [0, 100], got '200'"),
+    (["--controller", "laws_for_tests:JointPD", "--mode", "flying"],
+     "freeflyer sim: error: --controller laws_for_tests:JointPD: joint_pd flies floating mode only"),
+    (["--controller", "computed_torque", "--controller-param", "kp"],
+     "freeflyer sim: error: --controller: --controller-param 'kp' must look like NAME=VALUE, e.g. "
+     "--controller-param kp=2.0"),
+])
+def test_a_law_the_run_cannot_fly_is_refused_in_one_line_before_it_starts(tmp_path, capsys, argv, message):
+    from freeflyer_control.cli.main import main
+
+    assert main(["sim", *argv, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == message
+    assert not (tmp_path / "o").exists()  # refused before anything was made
