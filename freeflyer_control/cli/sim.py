@@ -186,7 +186,7 @@ def _check_law(args: argparse.Namespace, ff) -> None:
     mode = initial_mode(args.mode, _schedule(args))[0]
     refusal = args.law.refuses(ff, make_maneuver(args.maneuver)) or args.law.refuses_mode(Mode.parse(mode))
     if refusal:
-        raise UsageError(f"--controller {args.controller}: {refusal}")
+        raise UsageError(refusal)
     if args.engine == "compiled" and getattr(args.law, "compiled_name", None) is None:
         from freeflyer_control.sim.runner import compiled_refusal
 

@@ -38,6 +38,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.allocation import PulseWidthModulator, ThrusterAllocator
+from freeflyer_control.control.law_guard import OVER_LIMIT_FACTOR
 from freeflyer_control.physics.actuators import Actuation, local_wrench_to_world, saturate, world_wrench_to_local
 from freeflyer_control.physics.state import State, xyzw_from_rotation
 from freeflyer_control.ros.conversions import (
@@ -65,7 +66,7 @@ ARM_SETTLE_TIME = 0.25               # s
 MAX_CLOCK_SKEW = 0.5                 # s
 # A base wrench request this many times what all thrusters together give (force, N; torque
 # about base_link, N m) is a corrupt command, not a large one: refused like a NaN command.
-PLAUSIBLE_WRENCH_FACTOR = 100.0
+PLAUSIBLE_WRENCH_FACTOR = OVER_LIMIT_FACTOR
 
 
 @dataclass(frozen=True)
