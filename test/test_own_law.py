@@ -287,3 +287,26 @@ def test_a_law_the_run_cannot_fly_is_refused_in_one_line_before_it_starts(tmp_pa
     assert main(["sim", *argv, "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == message
     assert not (tmp_path / "o").exists()  # refused before anything was made
+
+
+def test_the_guard_names_what_is_wrong_with_an_effort():
+    from freeflyer_control.control.effort import ControlEffort
+    from freeflyer_control.control.law_guard import LawGuard
+
+    ff = robot("planar_4link")
+    guard, zero = LawGuard(ff), ControlEffort.zero(ff)
+    assert guard.problem(zero) is None
+    cases = [
+        (3.0, "returned float, not a ControlEffort"),
+        (ControlEffort([0.0] * 4, zero.wheel_torques, zero.base_wrench_world), "returned arm_torques as list"),
+        (ControlEffort(np.zeros(5), zero.wheel_torques, zero.base_wrench_world),
+         "returned arm_torques of shape (5,); the robot needs (4,)"),
+        (ControlEffort(zero.arm_torques, zero.wheel_torques, np.array([0.0, np.inf, 0.0])),
+         "returned non-finite base_wrench_world [0.0, inf, 0.0]"),
+        (ControlEffort(zero.arm_torques, np.array([60.0]), zero.base_wrench_world),
+         "returned wheel_torques 60 N m, over 100 times the limit 0.5 N m"),
+    ]
+    for effort, words in cases:
+        assert guard.problem(effort).startswith(words), guard.problem(effort)
+    # A saturating law is clipped, not stopped: 50 times a limit passes the guard.
+    assert guard.problem(ControlEffort(50.0 * ff.arm_effort_limits, zero.wheel_torques, zero.base_wrench_world)) is None

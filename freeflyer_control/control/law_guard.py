@@ -82,6 +82,7 @@ class LawGuard:
                         float(force), float(torque))
         k = OVER_LIMIT_FACTOR
         self._bounds = (k * self._limits[0], k * self._limits[1], (k * force) ** 2, (k * torque) ** 2)
+        self._wrench_shape = (ff.nb,)
 
     def tick_time(self, seconds: float, period: float) -> str | None:
         """Count a tick that took ``seconds`` of CPU; why the law is stopped, or None."""
@@ -108,12 +109,14 @@ class LawGuard:
             return f"returned {type(effort).__name__}, not a ControlEffort"
         arm, wheels, wrench = effort.arm_torques, effort.wheel_torques, effort.base_wrench_world
         arm_bound, wheel_bound, force2, torque2 = self._bounds
-        n = self._n_lin
         try:
-            if (arm.shape == arm_bound.shape and wheels.shape == wheel_bound.shape and wrench.shape == (self._sizes[2],)
-                    and (abs(arm) <= arm_bound).all() and (abs(wheels) <= wheel_bound).all()
-                    and float(wrench[:n].dot(wrench[:n])) <= force2 and float(wrench[n:].dot(wrench[n:])) <= torque2):
-                return None
+            if arm.shape == arm_bound.shape and wheels.shape == wheel_bound.shape and wrench.shape == self._wrench_shape:
+                w = wrench.tolist()  # a few floats: plain arithmetic beats NumPy's per-call cost here
+                f, m = w[:self._n_lin], w[self._n_lin:]
+                # NaN fails every comparison, so finite and within bounds is one test each.
+                if ((abs(arm) <= arm_bound).all() and (not wheel_bound.size or (abs(wheels) <= wheel_bound).all())
+                        and sum(x * x for x in f) <= force2 and sum(x * x for x in m) <= torque2):
+                    return None
         except (AttributeError, TypeError, ValueError):  # not arrays: say what is wrong below
             pass
         return self._diagnose(effort)
@@ -121,6 +124,11 @@ class LawGuard:
     def _diagnose(self, effort: ControlEffort) -> str:
         """The one-line reason for an effort :meth:`problem` refused."""
         names = ("arm_torques", "wheel_torques", "base_wrench_world")
+        for name in names:
+            value = getattr(effort, name)
+            if not isinstance(value, np.ndarray):
+                return (f"returned {name} as {type(value).__name__}, not a numpy array "
+                        "(context.joint_effort builds the effort)")
         try:
             parts = [np.asarray(getattr(effort, name), dtype=float) for name in names]
         except (TypeError, ValueError) as exc:
