@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from freeflyer_control.physics.state import base_rotation_into, world_to_local_base_map_into
 
@@ -40,7 +41,7 @@ FREEFLYER, PLANAR, REVOLUTE, REVOLUTE_UNBOUNDED, PRISMATIC = range(5)
 # ~50-100 ns each, more than the arithmetic of a small rigid-body algorithm).
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def workspace(n, nq, nv, nb):
     """(R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w, L,
     bR, r, u, hb, Ib): bR .. Ib the bodies' base-axes frames (:func:`base_frames`)"""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from freeflyer_control.control.kernels import resolved_rate as TK
 from freeflyer_control.control.kernels.allocation import allocate_forces
@@ -28,7 +29,6 @@ from freeflyer_control.control.kernels.computed_torque import (
 from freeflyer_control.control.kernels.references import wilde_reference
 from freeflyer_control.physics.kernels.divergence import STEPPING, step_check
 from freeflyer_control.physics.kernels.rigid_body import (
-    _JIT,
     _NO_NRT,
     arm_positions,
     forward_kinematics,
@@ -38,13 +38,14 @@ from freeflyer_control.physics.kernels.rigid_body import (
 )
 
 
-@njit(**_JIT)
-def tick_scratch(kmP, kmC, nq, nv, nb, arm_v, wheel_v, n_thrusters, n_ee):
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
+def tick_scratch(kmP, kmC, nq, nv, nb, arm_v, wheel_v, n_thrusters, task):
     """The scratch arrays of :func:`run_ticks` for a run (allocated once; a call of run_ticks
     allocates nothing and runs without numba's runtime, so that the arrays a tick takes out of
     tuples and the views it makes cost no reference count: an atomic increment and decrement
     each, ~17 % of a tick's time by perf when they were counted). n_thrusters: the columns of the
-    allocator's B (0 without one); n_ee: the end-effectors of the task."""
+    allocator's B (0 without one); task: run_ticks' ``task`` (None: a joint maneuver, and no
+    end-effector scratch)."""
     na, nw = arm_v.shape[0], wheel_v.shape[0]
     arm_rel = np.empty(na, np.int64)
     wheel_rel = np.empty(nw, np.int64)
@@ -52,8 +53,12 @@ def tick_scratch(kmP, kmC, nq, nv, nb, arm_v, wheel_v, n_thrusters, n_ee):
         arm_rel[j] = arm_v[j] - nb
     for j in range(nw):
         wheel_rel[j] = wheel_v[j] - nb
-    return (workspace(kmP[0].shape[0], nq, nv, nb), control_workspace(nv, nb),
-            TK.task_workspace(kmC[0].shape[0], nv, nb), TK.rate_workspace(nq, nv, nb, na, 6 * n_ee),
+    if task is None:  # None: numba drops this branch, and the task kernels are not compiled
+        tws, rws, n_ee = None, None, 0
+    else:
+        n_ee = task[4].shape[0]
+        tws, rws = TK.task_workspace(kmC[0].shape[0], nv, nb), TK.rate_workspace(nq, nv, nb, na, 6 * n_ee)
+    return (workspace(kmP[0].shape[0], nq, nv, nb), control_workspace(nv, nb), tws, rws,
             arm_rel, wheel_rel, np.empty((6, na)), np.empty((2, nw)), np.empty((4, nb)),
             np.zeros(n_thrusters), np.zeros(nv), np.empty((3, 3)), np.empty((nb, nb)),
             np.empty((2, nv, nv)), np.empty((4, max(nq, nv))), np.empty((2, n_ee, 3)))
@@ -61,7 +66,7 @@ def tick_scratch(kmP, kmC, nq, nv, nb, arm_v, wheel_v, n_thrusters, n_ee):
 
 @njit(**_NO_NRT)
 def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v, layouts, effort,
-              wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, B_plant, thrust_max,
+              wheel_limit, wheel_speed, max_force, max_torque, base_actuation, alloc, hybrid, B_plant, thrust_max,
               kp, kd, gains, p_d, R_d, mode, previous, switched_at, blend_time, cmd,
               ref_kind, ref_q0, ref_rate, phases, period, dt, substeps, resolved, task, gjm_layouts,
               k0, k1, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, log_q, log_v, out_arm, out_pos,
@@ -74,7 +79,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
 
     ``base_actuation`` (a code, see the module docstring) maps the base wrench: to the
     thrusters through ``alloc`` = (B, A2, u, params, work, iwork) of the controller's
-    allocator (``allocation_kernel.allocator_arrays``; work and iwork also carry its warm start
+    allocator (None when no tick of the run can ask the thrusters for a wrench) (``allocation_kernel.allocator_arrays``; work and iwork also carry its warm start
     from tick to tick and, the runner passing the same arrays, from chunk to chunk); the plant
     applies them with its own B_plant (nb, n) and thrust_max (n,). Every tick with k % log_every == 0 or k == n_ticks is
     logged to the next row: the state it was computed from, the arm and wheel torques, the
@@ -98,16 +103,20 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
     GJM layout ``gjm_layouts[mode]`` give the joint reference; ``resolved`` selects the
     resolved-rate law (its gains kp, kd: the joint servo's). ``scratch``: :func:`tick_scratch`
     of the run (a call allocates nothing: it runs without numba's runtime).
+
+    What a run does not use is passed as None, and numba compiles the loop without it (its
+    branch pruning on None arguments): ``task`` for a joint maneuver, ``alloc`` without
+    thrusters to allocate to, ``hybrid`` (rotation-floating's wheel solve) where no mode of the
+    run flies rotation-floating. A first run on a machine then compiles only what it flies.
     """
     ws, cws, tws, rws, arm_rel, wheel_rel, arm_s, wheel_s, base_s, thrust, tau, Rb, Tb, mats, vecs, tp = scratch
-    nv, na, nw, ne = v.shape[0], arm_v.shape[0], wheel_v.shape[0], task[4].shape[0]
+    nv, na, nw = v.shape[0], arm_v.shape[0], wheel_v.shape[0]
     pos, vel, qa, u, arm, arm0 = arm_s[0], arm_s[1], arm_s[2], arm_s[3], arm_s[4], arm_s[5]
     wheels, wheels0 = wheel_s[0], wheel_s[1]
     wrench, wrench0, w_local, wsc = base_s[0], base_s[1], base_s[2], base_s[3]
     Mc, Mn = mats[0], mats[1]
     qn, vn, bc, bn = vecs[0, :q.shape[0]], vecs[1, :nv], vecs[2, :nv], vecs[3, :nv]
     tpos, tvel = tp[0], tp[1]
-    B, A2, umax, params, work, iwork = alloc
     h = dt / substeps
     # ws[0], ws[1]: the controller model's placements at q, which the end-effector reference
     # reads: from here, then from each plant step (or mass_and_bias for another model)
@@ -123,7 +132,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
             mass_and_bias(kmC, q, v, Mc, bc, ws)
             Mu, bu = Mc, bc
         sigma = np.nan
-        if ref_kind >= TK.REF_EE_POINT:
+        if task is not None:
             sigma = TK.ee_joint_reference(kmC, resolved, gjm_layouts[mode], nb, q, v, Mu, ws[0], ws[1], t, dt, task,
                                           tws, rws, ws, arm_q, arm_kind, qa, pos, vel, tpos, tvel, log_now)
         elif ref_kind == 1:
@@ -135,12 +144,12 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
         for j in range(na):
             u[j] = (0.0 + kd[j] * (vel[j] - v[arm_v[j]])) + kp[j] * (pos[j] - qa[j])
         mode_effort(mode, planar, nb, cmd[mode, 0], cmd[mode, 1], Mu, bu, q, v, u, arm_rel, wheel_rel,
-                    layouts[mode], wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws)
+                    layouts[mode], wheel_limit, p_d, R_d, gains, arm, wheels, wrench, cws, hybrid)
         s = 1.0 if previous < 0 else blend_weight_compiled(t, switched_at, blend_time)
         if s < 1.0:
             mode_effort(previous, planar, nb, cmd[previous, 0], cmd[previous, 1], Mu, bu, q, v, u, arm_rel,
                         wheel_rel, layouts[previous], wheel_limit, p_d, R_d, gains, arm0, wheels0, wrench0,
-                        cws)
+                        cws, hybrid)
             for j in range(na):
                 arm[j] = (1 - s) * arm0[j] + s * arm[j]
             for j in range(nw):
@@ -153,13 +162,16 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
                 any_wrench = True
         for j in range(thrust.shape[0]):
             thrust[j] = 0.0
-        if base_actuation == BASE_THRUSTERS and any_wrench:
-            world_to_local(planar, q, wrench, Rb, Tb, w_local, False)
-            allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
+        if alloc is not None:
+            if base_actuation == BASE_THRUSTERS and any_wrench:
+                B, A2, umax, params, work, iwork = alloc
+                world_to_local(planar, q, wrench, Rb, Tb, w_local, False)
+                allocate_forces(B, A2, umax, params, w_local, thrust, work, iwork)
         if log_now:
-            for e in range(ne):
-                for a in range(3):
-                    out_targets[row, 3 * e + a] = tpos[e, a]
+            if task is not None:
+                for e in range(task[4].shape[0]):
+                    for a in range(3):
+                        out_targets[row, 3 * e + a] = tpos[e, a]
             out_sigma[row] = sigma
             for j in range(thrust.shape[0]):
                 out_thrust[row, j] = thrust[j]

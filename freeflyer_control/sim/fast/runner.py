@@ -46,6 +46,7 @@ from freeflyer_control.control.maneuvers import (
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
 from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.kernels import divergence
@@ -180,16 +181,18 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     maneuver = make_maneuver(config.maneuver)
     mode0, schedule = initial_mode(config.mode, config.mode_schedule)
     n_att = 1 if ff.base == "planar" else 3
-    flies_wheels = Mode.ROTATION_FLOATING.value in [mode0] + [m for _, m in schedule]
+    modes = {Mode.parse(m) for m in [mode0] + [m for _, m in schedule]}
+    flies_wheels = Mode.ROTATION_FLOATING in modes
     if flies_wheels and kp_model.wheel_v.size not in (0, n_att):
         raise NotCovered(f"rotation-floating with {kp_model.wheel_v.size} wheels for {n_att} attitude axes "
                          "is not compiled (a least-squares wheel solve)")
 
     state = initial_state(ff, config, maneuver)
 
-    loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
-                       base_actuation=config.base_actuation)
-    loop.start(state)
+    with fastpath.deferred():  # the Python laws' kernels: the compiled loop below runs its own
+        loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
+                           base_actuation=config.base_actuation)
+        loop.start(state)
     duration = float(config.duration or maneuver.duration)
     too_large = run_size_problem(duration, config.rate, int(config.plant_substeps), config.log_rate)
     if too_large:  # the log arrays below are sized by it
@@ -213,18 +216,22 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     base_ref = maneuver.base_reference(0.0)  # the joint maneuvers hold the start pose
     max_force, max_torque = base_wrench_limits(ff)
     ref_rate = float(maneuver.rate) if isinstance(maneuver, Wilde) else 0.1
-    alloc = _allocator(loop, nb)
+    # What no tick of this run can use is passed as None: numba then compiles the loop without
+    # it (a first run compiles only what it flies; docs/benchmarks.md, "First run").
+    commands_base = modes != {Mode.FLOATING}
+    alloc = _allocator(loop, nb) if commands_base and loop.mapper.allocator is not None else None
     args_static = (
         kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
         kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, _reduced_layouts(ff), kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
         float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], alloc,
+        True if flies_wheels else None,
         np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
         np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
             rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
-    task = _task_arrays(model, loop, maneuver, state, mode0)
+    task = _task_arrays(model, loop, maneuver, state, mode0) if maneuver.task_space else None
     ref_args = (_REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
                 np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps,
                 config.controller == "resolved_rate", task,
@@ -236,7 +243,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
            "wheel": np.empty((rows, nw)), "wrench": np.empty((rows, nb)), "blend": np.empty(rows),
            "thrust": np.zeros((rows, len(ff.thrusters))),  # stays zero without an allocator (ideal, none)
            "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv)),
-           "targets": np.full((rows, 3 * task[4].size), np.nan), "sigma": np.empty(rows)}
+           "targets": np.full((rows, 3 * len(ff.end_effectors) if task else 0), np.nan), "sigma": np.empty(rows)}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
     v_bounds = velocity_bounds(ff)
     div = np.zeros(7)
@@ -244,8 +251,8 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
-        scratch = tick_loop.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v, kp_model.wheel_v,
-                                  alloc[0].shape[1], task[4].size)
+        scratch = tick_loop.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v,
+                                         kp_model.wheel_v, 0 if alloc is None else alloc[0].shape[1], task)
         tick_loop.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
                      out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
@@ -322,22 +329,15 @@ def _divergence(div, dt: float, substeps: int, reason: str) -> str:
 
 
 def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
-    """The ``task`` tuple of ``control.kernels.resolved_rate.ee_joint_reference`` for the run's maneuver (empty
-    arrays for a joint maneuver): its targets' parameters, the end-effector frames of the
+    """The ``task`` tuple of ``control.kernels.resolved_rate.ee_joint_reference`` for the run's
+    end-effector maneuver: its targets' parameters, the end-effector frames of the
     controller's ``model``, the target attitudes, the commanded GJM rows, the resolved-rate gains
     and the integrated joint reference (the loop's, at the start).
 
     The commanded rows come from the Python law itself: one ``ResolvedRate.joint_rates`` at the
     start state, which also says, once, what a tall task gives up, as the Python engine's first
     tick does."""
-    na = len(model.arm_joint_names)
-    n_rows = 3 if model.base == "planar" else 6
     q_int = np.array(loop.q_integrated, dtype=float)
-    if not maneuver.task_space:
-        empty = np.zeros((0, 3))
-        return (0, np.zeros(2), empty, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), empty,
-                np.zeros((0, 3, 3)), np.zeros((0, n_rows), dtype=np.int64), np.zeros(2), np.zeros(2), np.ones(na),
-                q_int)
     rr = loop.rr
     commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
     frames = [model.model.frames[model.frame_id(e)] for e in model.end_effectors]
