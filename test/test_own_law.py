@@ -310,3 +310,15 @@ def test_the_guard_names_what_is_wrong_with_an_effort():
         assert guard.problem(effort).startswith(words), guard.problem(effort)
     # A saturating law is clipped, not stopped: 50 times a limit passes the guard.
     assert guard.problem(ControlEffort(50.0 * ff.arm_effort_limits, zero.wheel_torques, zero.base_wrench_world)) is None
+
+
+def test_a_failing_law_through_the_emulated_testbed_trips_the_bridge_and_exits_3(tmp_path, capsys):
+    from freeflyer_control.cli.main import main
+
+    code = main(["sim", "--via-testbed", "--controller", "laws_for_tests:Raises", "--controller-param", "after=1.0",
+                 "--maneuver", "station-keeping", "--duration", "2", "--out", str(tmp_path / "o"), "--no-plots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3 and "control law 'raises' at t = 1" in err[-1]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    trip = summary["testbed_trips"][0]
+    assert trip["kind"] == "law_fault" and "raised IndexError" in trip["reason"] and summary["engine"] == "testbed emulator"

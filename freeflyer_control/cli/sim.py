@@ -317,6 +317,9 @@ def print_summary(s: dict) -> None:
     if "contact_force_rms_error_n" in s:
         for key, label, fmt in CONTACT_HEADLINE:
             print(f"  {label:<28} {_figure(s, key, fmt)}")
+    if s.get("law_overruns"):
+        print(f"  {'law overruns':<28} {s['law_overruns']} ticks over the period (longest "
+              f"{s['law_longest_tick_s'] * 1e3:.3g} ms of CPU)")
     for trip in s.get("testbed_trips") or []:
         print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
     for reset in s.get("testbed_resets") or []:
