@@ -184,8 +184,8 @@ class ControlLoop:
         self._reset_law(state)
 
     def _reset_law(self, state: State) -> None:
-        context = self.context.begin(0.0 if self.state_seen is None else self.context.t, state, self.mode)
-        self.law.reset(context)
+        """The law (re)starts from ``state`` at the loop's current time and mode."""
+        self.law.reset(self.context.begin(self.context.t, state, self.mode))
 
     def request_mode(self, mode: Mode | str, t: float, cause: str = "request") -> ModeSwitch:
         return self.switcher.request(mode, t, cause)

@@ -168,7 +168,6 @@ class FreeFlyerEnv(gym.Env):
         state = self._start_state()
         self.plant.state = state
         self.plant.t = 0.0
-        self.loop.switcher.history.clear()
         self.loop.start(state)
         self._R0 = base_rotation(self.ff, state.q)
         self.t = 0.0
