@@ -35,6 +35,7 @@ from freeflyer_control.control.impedance import ImpedanceController, ImpedanceGa
 from freeflyer_control.control.law import ControlLaw, Parameter, Reference
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGains
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.singularity import SIGMA_NEAR
 from freeflyer_control.physics.state import State, joint_positions, rotation_from_xyzw, with_joint_positions
@@ -115,6 +116,10 @@ class BuiltinLaw(ControlLaw):
             return
         self._model = model
         self.rr = ResolvedRate(model, self.rr_gains) if model.end_effectors else None
+
+    def prepare(self, model) -> None:
+        self._bind(model)
+        fastpath.kernels()  # load (first use: compile) the compiled H*, C*, GJM now, not on a switch
 
     def reset(self, context: LawContext) -> None:
         self._bind(context.model)
@@ -254,7 +259,8 @@ class ImpedanceLaw(BuiltinLaw):
         if self._model is model:
             return
         super()._bind(model)
-        self.impedance = ImpedanceController(model, model.end_effectors[0], self.impedance_gains)
+        if model.end_effectors:  # without one the law refuses to run (refuses)
+            self.impedance = ImpedanceController(model, model.end_effectors[0], self.impedance_gains)
 
     def reset(self, context: LawContext) -> None:
         super().reset(context)

@@ -254,6 +254,11 @@ class ControlLaw(ABC):
         mode request), or None. Default: None."""
         return None
 
+    def prepare(self, model: FreeFlyerModel) -> None:
+        """Load what the law needs for ``model`` before it runs (compile kernels, build tables):
+        called when a loop or a node is handed the law, so that switching to it at run time does
+        not stall a control period. Default: nothing."""
+
     def reset(self, context: LawContext) -> None:
         """Start (or restart) from ``context.state``: at the start of a run, after an e-stop is
         reset, and when the loop switches to this law. Clear integrators here. Default: nothing."""

@@ -139,6 +139,7 @@ class ControlLoop:
         reason = law.refuses(self.model, self.maneuver) or law.refuses_mode(self.mode)
         if reason:
             raise ValueError(reason)
+        law.prepare(self.model)
         self.law = law
         if law not in self._laws_run:
             self._laws_run.append(law)

@@ -137,6 +137,8 @@ class ControllerServer:
         # Without end-effectors only joint trajectories make sense (a bare URDF still gets a node).
         self.references.task_space = bool(ff.end_effectors)
         self.laws = dict(laws) if laws is not None else None
+        for law in (self.laws or {}).values():  # now, not inside a run-time switch's control period
+            law.prepare(ff)
         if isinstance(controller, str) and self.laws is not None:
             controller = self._law_named(controller)
         self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
