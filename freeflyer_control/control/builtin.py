@@ -35,7 +35,6 @@ from freeflyer_control.control.impedance import ImpedanceController, ImpedanceGa
 from freeflyer_control.control.law import ControlLaw, Parameter, Reference
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.control.resolved_rate import ResolvedRate, ResolvedRateGains
-from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.singularity import SIGMA_NEAR
 from freeflyer_control.physics.state import State, joint_positions, rotation_from_xyzw, with_joint_positions
@@ -118,8 +117,8 @@ class BuiltinLaw(ControlLaw):
         self.rr = ResolvedRate(model, self.rr_gains) if model.end_effectors else None
 
     def prepare(self, model) -> None:
+        super().prepare(model)  # the compiled H*, C*, GJM now, not inside a run-time switch
         self._bind(model)
-        fastpath.kernels()  # load (first use: compile) the compiled H*, C*, GJM now, not on a switch
 
     def reset(self, context: LawContext) -> None:
         self._bind(context.model)

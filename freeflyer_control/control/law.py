@@ -256,8 +256,14 @@ class ControlLaw(ABC):
 
     def prepare(self, model: FreeFlyerModel) -> None:
         """Load what the law needs for ``model`` before it runs (compile kernels, build tables):
-        called when a loop or a node is handed the law, so that switching to it at run time does
-        not stall a control period. Default: nothing."""
+        called when a loop or a node is handed the law, so that its first tick, or a switch to it
+        at run time, does not stall a control period. Default: the compiled GJM and H*, C* the
+        context computes with (compiled on a machine's first use, then loaded from numba's
+        cache; nothing without numba)."""
+        from freeflyer_control.physics import fastpath
+
+        fastpath.warm("reduced")
+        fastpath.warm("gjm")
 
     def reset(self, context: LawContext) -> None:
         """Start (or restart) from ``context.state``: at the start of a run, after an e-stop is

@@ -63,6 +63,9 @@ class ActionLaw(ControlLaw):
         super().__init__()
         self.command = None
 
+    def prepare(self, model) -> None:
+        """Nothing to load: the action is the effort."""
+
     def effort(self, state, reference, context):
         return self.command
 
