@@ -198,7 +198,9 @@ FAULTY = [(L.Raises, "raised IndexError"), (L.GivesNaN, "returned non-finite arm
 
 @pytest.mark.parametrize("law, words", FAULTY, ids=[c.__name__ for c, _ in FAULTY])
 def test_a_failing_law_ends_the_simulation_with_zero_commands_and_says_which_and_why(law, words):
-    result = run_simulation(SimConfig(robot="planar_4link", controller=law(after=0.2), duration=2.0, log_rate=250.0))
+    # overrun_limit 3, as a node has it (a simulation only counts overruns unless asked).
+    result = run_simulation(SimConfig(robot="planar_4link", controller=law(after=0.2), duration=2.0, log_rate=250.0,
+                                      overrun_limit=3))
     s = result.summary
     name = law.label()
     assert s["law_fault"].startswith(f"control law '{name}' at t = ") and words in s["law_fault"]

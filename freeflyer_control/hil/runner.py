@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from freeflyer_control.control.law import ControlLaw
+from freeflyer_control.control.law_guard import OVERRUN_LIMIT
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.physics.state import State, base_position, base_twist_world, base_yaw, joint_positions
 from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
@@ -98,7 +99,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
             emulated: TestbedConfig | None = None, clock_steps: Sequence[tuple[float, float]] = (),
             on_tick: Callable[[float, BridgeOutput], None] | None = None,
-            on_control: Callable[[float, State, ControllerOutput], None] | None = None) -> HilRun:
+            on_control: Callable[[float, State, ControllerOutput], None] | None = None,
+            overrun_limit: int | None = OVERRUN_LIMIT) -> HilRun:
     """Run ``maneuver`` on the emulated testbed for ``duration`` s from ``state``.
 
     Args:
@@ -114,13 +116,16 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             ``step`` s more (negative: back); events are at true times.
         on_tick: called after each bridge tick (tests watch commands with it).
         on_control: called after each controller tick with the true state (for recorders).
+        overrun_limit: the controller's (as on the node, 3 by default; None: overruns counted
+            only, as ``freeflyer sim --via-testbed`` and campaigns fly, so that their outcome
+            does not depend on the machine).
     """
     ff = testbed.robot
     dt = testbed.period
     emulator = TestbedEmulator(emulated or testbed, state, settings=settings, faults=faults, seed=seed)
     bridge = TestbedBridge(testbed)
     ctrl = ControllerServer(ff, rate=testbed.rate, controller=controller, mode=mode, base_actuation="ideal",
-                            maneuver=maneuver)
+                            maneuver=maneuver, overrun_limit=overrun_limit)
     pending = sorted(events, key=lambda e: e.time)
     steps = sorted((float(at), float(step)) for at, step in clock_steps)
     if not all(np.isfinite(at) and np.isfinite(step) for at, step in steps):

@@ -32,6 +32,7 @@ import pinocchio as pin
 
 from freeflyer_control.control.capture import CAPTURE_MODES
 from freeflyer_control.control.law import ControlLaw
+from freeflyer_control.control.law_guard import OVERRUN_LIMIT
 from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
@@ -106,6 +107,8 @@ class ControllerServer:
         (without ``laws``: a built-in's name, control.loop.CONTROLLERS).
     laws: the laws :meth:`set_controller` may switch to, by name (fixed here: switching at run
         time chooses among them, it never loads a law); None: the built-in three.
+    overrun_limit: control periods running over which the law's CPU time may exceed the period
+        before it is stopped (control.law_guard; None: count only).
     mode: initial mode.
     watchdog_timeout: seconds (default 1.5 control periods: a stopped input is answered with a
         zero command at the second tick after its last message).
@@ -128,7 +131,7 @@ class ControllerServer:
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
                  obj: ObjectConfig | None = None, internal_force: float = 0.0,
-                 capture_obj: ObjectConfig | None = None):
+                 capture_obj: ObjectConfig | None = None, overrun_limit: int | None = OVERRUN_LIMIT):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -142,7 +145,7 @@ class ControllerServer:
         if isinstance(controller, str) and self.laws is not None:
             controller = self._law_named(controller)
         self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
-                                base_actuation=base_actuation, period=self.period)
+                                base_actuation=base_actuation, period=self.period, overrun_limit=overrun_limit)
         self.base_actuation = base_actuation
         self.objects: ObjectControl | None = None
         if obj is not None:
