@@ -72,8 +72,10 @@ setup(
         'fast': ['numba>=0.60'],
         # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
         'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
-        # Optional benchmark peers (bench/bench_spart.py, bench/bench_mujoco.py): never imported by
-        # the package.
+        # Optional: the Gymnasium environments (freeflyer_control.gym).
+        'gym': ['gymnasium>=1.0'],
+        # Optional benchmark peers (bench/bench_spart.py, bench/bench_mujoco.py, bench/bench_gym.py):
+        # never imported by the package.
         'bench': ['spartpy', 'mujoco>=3.2'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
@@ -88,6 +90,7 @@ setup(
             'numba>=0.60',
             'dask[distributed]>=2024.1',
             'pyarrow>=14',
+            'gymnasium>=1.0',
         ],
     },
     zip_safe=True,
@@ -106,6 +109,13 @@ setup(
             'testbed_bridge = freeflyer_control.nodes.testbed_bridge_node:main',
             'testbed_emulator = freeflyer_control.nodes.testbed_emulator_node:main',
             'testbed_graph = freeflyer_control.nodes.testbed_graph:main',
+        ],
+        # Control laws by name (freeflyer_control.laws): the package's own register here the
+        # way a lab's package registers its laws (`--controller NAME` finds them).
+        'freeflyer_control.controllers': [
+            'computed_torque = freeflyer_control.control.builtin:ComputedTorqueLaw',
+            'resolved_rate = freeflyer_control.control.builtin:ResolvedRateLaw',
+            'impedance = freeflyer_control.control.builtin:ImpedanceLaw',
         ],
     },
 )

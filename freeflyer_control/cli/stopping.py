@@ -44,10 +44,11 @@ def run_stoppable(out: Path, simulate, *, as_json: bool = False):
 
 
 def diverged_status(summary: dict) -> int:
-    """0, or 3 after one line on stderr when the plant diverged (``summary["plant_diverged"]``,
-    the reason :class:`~freeflyer_control.physics.plant.PlantDiverged` gave); the outputs hold
-    the run up to the divergence."""
-    diverged = summary.get("plant_diverged")
+    """0, or 3 after one line on stderr when the run stopped on a fault: the plant diverged
+    (``summary["plant_diverged"]``, the reason :class:`~freeflyer_control.physics.plant.PlantDiverged`
+    gave) or the control law failed (``summary["law_fault"]``); the outputs hold the run up to
+    there."""
+    diverged = summary.get("plant_diverged") or summary.get("law_fault")
     if not diverged:
         return 0
     print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status {EXIT_DIVERGED})",

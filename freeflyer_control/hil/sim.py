@@ -87,7 +87,8 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     wall0 = time.perf_counter()
     with keeps_partial(stream, partial):
         run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                      faults=faults, settings=settings, seed=seed, on_control=record)
+                      faults=faults, settings=settings, seed=seed, on_control=record,
+                      overrun_limit=config.overrun_limit)
     if progress is not None:
         progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)
