@@ -25,15 +25,19 @@ once, then loaded from numba's cache in about a second).
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
+from freeflyer_control.physics.kernels import compile_warning
 from freeflyer_control.physics.contact import WallContact
 from freeflyer_control.physics.plant import Plant, PlantDiverged, energy_reason, velocity_reason
 from freeflyer_control.physics.state import State
+
+_log = logging.getLogger(__name__)
 
 
 class CompiledPlant(Plant):
@@ -149,7 +153,8 @@ def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | 
     start = time.perf_counter()
     try:
         plant = CompiledPlant(ff, state, dt)
-        plant.step(tau=np.zeros(ff.model.nv))   # compiles, or loads numba's cache
+        with compile_warning("the plant step", _log):
+            plant.step(tau=np.zeros(ff.model.nv))   # compiles, or loads numba's cache
     except NotCovered as exc:
         if compiled:
             raise
