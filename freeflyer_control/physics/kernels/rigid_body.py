@@ -1064,8 +1064,7 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
     [P; L about the world origin], world axes) is updated in place when the base force is
     non-zero. k1v, k2v, k3v stay in ws[14][2], [3], [4].
     """
-    none = ws[10][:0]
-    _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, none, none)
+    _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, None, None)
 
 
 @njit(**_NO_NRT)
@@ -1079,12 +1078,20 @@ def plant_step_wall(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M
     (nb + 1 + 2 nv): the step's contact impulse (nb; N s, N m s), the contact's work (J), then
     scratch. An empty ``wall`` is no contact (:func:`plant_step`).
     """
-    _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out)
+    if wall.shape[0] > 0:
+        _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out)
+    else:
+        _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, None, None)
 
 
-@njit(inline="always", **_JIT)
+@njit(**_NO_NRT)
 def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out):
-    """:func:`plant_step_wall`'s body (:func:`plant_step`'s, without a wall)."""
+    """:func:`plant_step_wall`'s body; :func:`plant_step`'s with ``wall`` and ``wall_out`` None.
+
+    A separate function, not inlined, and its wall tested as ``wall is not None`` at every use:
+    numba prunes those branches at compile time for a None argument, so the specialisation
+    without a wall holds no contact code: the step's own compile went from 17 to 7 s, the README's
+    main command's first run from 61 to 43 s wall (docs/benchmarks.md, "First run")."""
     nv = v0.shape[0]
     st, qs, snb = ws[14], ws[15], ws[16]
     th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
@@ -1093,9 +1100,8 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     if not cholesky(M0, ws[23]):
         raise np.linalg.LinAlgError("mass matrix not positive definite")
     hh, h6 = 0.5 * h, h / 6.0
-    contact = wall.shape[0] > 0
     ts = tau
-    if contact:
+    if wall is not None:
         ts = _wall_start(nb, nv, wall_out)
         _wall_stage(km, planar, nb, q0, v0, tau, wall, h6, wall_out, ws)
     for k in range(nv):
@@ -1106,7 +1112,7 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
         vs[k] = v0[k] + hh * k1v[k]
     _dexp_inv(planar, nb, th, vs, k2t, f, g)
     integrate(km, q0, th, q2)
-    if contact:
+    if wall is not None:
         _wall_stage(km, planar, nb, q2, vs, tau, wall, 2.0 * h6, wall_out, ws)
     forward_dynamics(km, q2, vs, ts, k2v, ws)
     for k in range(nv):
@@ -1114,7 +1120,7 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
         vs[k] = v0[k] + hh * k2v[k]
     _dexp_inv(planar, nb, th, vs, k3t, f, g)
     integrate(km, q0, th, q3)
-    if contact:
+    if wall is not None:
         _wall_stage(km, planar, nb, q3, vs, tau, wall, 2.0 * h6, wall_out, ws)
     forward_dynamics(km, q3, vs, ts, k3v, ws)
     for k in range(nv):
@@ -1122,7 +1128,7 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
         vs[k] = v0[k] + h * k3v[k]
     _dexp_inv(planar, nb, th, vs, k4t, f, g)
     integrate(km, q0, th, q4)
-    if contact:
+    if wall is not None:
         _wall_stage(km, planar, nb, q4, vs, tau, wall, h6, wall_out, ws)
     forward_dynamics(km, q4, vs, ts, k4v, ws)
     for k in range(nv):
@@ -1151,7 +1157,7 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
         base_wrench_about_world_origin(planar, q4, tb, Rb, w)
         for k in range(nb):
             mom[k] = mom[k] + h6 * (wsum[k] + w[k])
-    if contact:  # the wall is external: its impulse about the world origin joins the momentum
+    if wall is not None:  # the wall is external: its impulse about the world origin joins the momentum
         for k in range(nb):
             mom[k] = mom[k] + wall_out[k]
     kinematics(km, q_new, ws)
