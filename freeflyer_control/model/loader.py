@@ -23,6 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError, ModelError
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.model.config import BASE_TYPES, BaseLimits, RobotConfig, Thruster, load_robot_config
 from freeflyer_control.model.reroot import reroot_urdf, restore_link_frames
@@ -133,12 +134,21 @@ class FreeFlyerModel:
 
     def frame_id(self, frame: str) -> int:
         """Pinocchio frame id of ``frame`` (a link or joint name), with a helpful error."""
-        if not self.model.existFrame(frame):
+        if not isinstance(frame, str) or len(frame) > 200 or not self.model.existFrame(frame):
             links = sorted(
                 {f.name for f in self.model.frames if f.type == pin.FrameType.BODY}
             )
-            raise ModelError(f"unknown frame '{frame}' in robot '{self.name}'; links: {links}")
+            raise ModelError(f"unknown frame {shown(frame)} in robot '{self.name}'; links: {links}")
         return self.model.getFrameId(frame)
+
+    def robot_frame(self, frame: str) -> int:
+        """:meth:`frame_id` of a frame that moves with the robot: one fixed to the world (the
+        universe, a fixed world link) has no Jacobian, and no motion to control or measure."""
+        fid = self.frame_id(frame)
+        if self.model.frames[fid].parentJoint == 0:
+            raise ModelError(f"frame {shown(frame)} is fixed to the world, not attached to robot '{self.name}': "
+                             "its Jacobian is zero by definition (no singularity); give a link of the robot")
+        return fid
 
     @property
     def total_mass(self) -> float:
@@ -323,7 +333,7 @@ def _resolve_arms(
 def _check_against_urdf(ff: FreeFlyerModel, report: UrdfReport, source: str) -> None:
     """Config-vs-URDF consistency: frames, wheels, arms, planar joint axes, thrusters."""
     for ee in ff.end_effectors:
-        ff.frame_id(ee)  # raises naming the links
+        ff.robot_frame(ee)  # raises naming the links
     for wheel in ff.wheel_joint_names:
         info = report.joints.get(wheel)
         if info is None:
