@@ -51,7 +51,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.physics.actuators import Actuation, generalized_forces, world_wrench_to_local
+from freeflyer_control.inputs.mappings import nearest
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.physics.actuators import Actuation, applied_actuation, generalized_forces, world_wrench_to_local
 from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.state import (
     State,
@@ -243,6 +245,13 @@ class TestbedEmulator:
         if act.base_wrench_world.any():
             tau[: self.ff.nb] += world_wrench_to_local(self.ff, state.q, act.base_wrench_world)
         return tau
+
+    def applied(self) -> tuple[Actuation, np.ndarray]:
+        """What the hardware applies over the next plant step, saturated, and its wrench on the
+        base (world axes; the push faults' disturbance left out): ``physics.actuators.applied_actuation``."""
+        act = self.actuation()
+        return applied_actuation(self.ff, replace(act, base_wrench_world=np.zeros(0)), self._plant.state.q,
+                                 self._plant.state.v)
 
     def actuation(self) -> Actuation:
         """What the hardware applies over the next plant step (URDF signs, robot order); the

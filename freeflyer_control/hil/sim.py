@@ -64,10 +64,10 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     log_every = max(1, round(tb.rate / config.log_rate))
     ticks = {"n": 0, "info": None, "t": 0.0}
 
-    def record(t, truth, out):
+    def record(t, truth, out, applied):
         info = out.info or ticks["info"]
         if ticks["n"] % log_every == 0:
-            recorder.record(t, truth, info, out.actuation, mode=mode)
+            recorder.record(t, truth, info, out.actuation, mode=mode, applied=applied)
         ticks["info"] = info
         ticks["n"] += 1
         ticks["t"] = t
