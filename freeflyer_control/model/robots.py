@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from freeflyer_control.errors import ModelError
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.model.config import load_robot_config
 from freeflyer_control.model.loader import FreeFlyerModel, load_model
 from freeflyer_control.resources import share_dir
@@ -50,10 +51,26 @@ def load_robot(
         return load_model(text if text.lstrip().startswith("<") else path, None,
                           base=base, end_effectors=end_effectors, root=root)
     config_path = robot_config_dir() / f"{text}.yaml"
-    if not config_path.is_file():
+    if len(text) > 200 or "\x00" in text or not config_path.is_file():
         raise ModelError(
-            f"unknown robot '{text}'; bundled robots: {robot_names()}, or give a .urdf or "
+            f"unknown robot {shown(text)}; bundled robots: {robot_names()}, or give a .urdf or "
             ".yaml path"
         )
     return load_robot(config_path, base=base, end_effectors=end_effectors, root=root,
                       floating_only=floating_only)
+
+
+def robot_sources(robot: str | Path) -> list[Path]:
+    """The files :func:`load_robot` reads for ``robot`` (a robot config and its URDF, or a URDF),
+    absolute; none for URDF text given inline or an unknown name."""
+    text = str(robot)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml"):
+        config = load_robot_config(path)
+        return [path.absolute()] + ([Path(config.urdf).absolute()] if config.urdf is not None else [])
+    if path.suffix in (".urdf", ".xml"):
+        return [path.absolute()]
+    config_path = robot_config_dir() / f"{text}.yaml"
+    if text.lstrip().startswith("<") or len(text) > 200 or not config_path.is_file():
+        return []
+    return robot_sources(config_path)
