@@ -70,6 +70,7 @@ def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
     frame = frame or (ff.end_effectors[0] if ff.end_effectors else None)
     if frame is None:
         raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    ff.robot_frame(frame)
     return frame
 
 

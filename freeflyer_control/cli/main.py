@@ -41,8 +41,14 @@ def _prog(args: argparse.Namespace) -> str:
     return f"freeflyer {args.command}" + (f" {sub}" if sub else "")
 
 
+# A refusal quotes what the user gave, cut short at its source; this bounds the line whatever
+# the source (a 100 kB name must not give a 100 kB line).
+MAX_LINE = 1000
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    line = " ".join(str(exc).split())
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 24] + " ... (message cut short)"
 
 
 def parse(argv: Sequence[str] | None = None,
@@ -61,6 +67,9 @@ def parse(argv: Sequence[str] | None = None,
             leaf.error(f"argument {'/'.join(action.option_strings)}: give {action.type.describe()}")
         if type(action) is argparse._StoreAction and action.nargs is None and isinstance(value, list):
             leaf.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        if action.option_strings and isinstance(value, str) and not value.strip() and value != action.default:
+            # "--q ''" (an unset shell variable) would silently mean the default
+            leaf.error(f"argument {'/'.join(action.option_strings)}: empty; give a value, or leave the option out")
     validate = getattr(args, "validate", None)
     if validate is not None:
         try:
