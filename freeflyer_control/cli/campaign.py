@@ -10,21 +10,16 @@ same command continues it), and so does a full disk.
 from __future__ import annotations
 
 import argparse
-import errno
 import shlex
 import signal
 import sys
 from pathlib import Path
 
-from freeflyer_control.cli.options import warn
+from freeflyer_control.cli.options import EXIT_WRITE_FAILED, WRITE_ERRORS, warn
 from freeflyer_control.inputs.values import UsageError, Whole
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 EXIT_INTERRUPTED = 128 + signal.SIGINT
-EXIT_WRITE_FAILED = 1
-# What writing a result can fail with: a full disk or quota, a file-size limit, a folder made
-# read-only or taken away meanwhile, a failing device.
-WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

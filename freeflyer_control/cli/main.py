@@ -17,7 +17,7 @@ from typing import Sequence
 from freeflyer_control import __version__
 from freeflyer_control.cli import campaign, check, gjm, osi, plan, sim, testbed, workspace
 from freeflyer_control.inputs.values import Number, Whole
-from freeflyer_control.cli.options import OneLineParser
+from freeflyer_control.cli.options import EXIT_WRITE_FAILED, OneLineParser, write_failure
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, workspace, plan, testbed, osi, campaign)
@@ -130,6 +130,12 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and no traceback
         print(f"freeflyer {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, a folder gone read-only: one line, not a traceback
+        failure = write_failure(exc)
+        if failure is None:
+            raise
+        print(f"{_prog(args)}: error: {failure}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ and exit status 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import re
 import sys
 
@@ -37,3 +38,29 @@ class OneLineParser(argparse.ArgumentParser):
 def warn(command: str, message: str) -> None:
     """One warning line on stderr, in the form of the refusals."""
     print(f"freeflyer {command}: warning: {message}", file=sys.stderr)
+
+
+# What writing an output can fail with: a full disk or quota, a file-size limit, a folder made
+# read-only or taken away meanwhile, a failing device. A command says so in one line (exit 1).
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
+EXIT_WRITE_FAILED = 1
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """"cannot write FILE: reason" when ``exc`` is a failed write of an output, else None."""
+    if not isinstance(exc, OSError) or exc.errno not in WRITE_ERRORS:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
+
+
+def require_matplotlib(option: str) -> None:
+    """Refuse ``option`` (a picture the command would draw after all its work) up front when
+    matplotlib is missing."""
+    from freeflyer_control.inputs.values import UsageError
+    from freeflyer_control.sim.plots import matplotlib_missing
+
+    missing = matplotlib_missing()
+    if missing is not None:
+        raise UsageError(f"{option} draws with matplotlib, which is not installed ({missing}): pip install "
+                         "matplotlib, or install this package with its 'pypi' extra; or drop the option")

@@ -254,9 +254,17 @@ def load_model(
         base_limits=config.base_limits if config else None,
     )
     _check_against_urdf(ff, report, source)
-    for w in report.warnings:  # each already begins with the source (urdf_checks._Ctx.warn)
-        log.warning("%s", w)
+    # Each warning begins with the source (urdf_checks._Ctx.warn). A file's warnings are said
+    # once per process: a command loads its robot to check the options, then again to run.
+    from_file = Path(source).is_file() if len(source) < 4096 and "\x00" not in source else False
+    for w in report.warnings:
+        if not (from_file and w in _WARNED):
+            _WARNED.add(w)
+            log.warning("%s", w)
     return ff
+
+
+_WARNED: set[str] = set()
 
 
 def _config_for_root(
