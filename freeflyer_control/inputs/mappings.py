@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import yaml
 
 from freeflyer_control.errors import ConfigError
 
@@ -61,12 +62,22 @@ def exponent_advice(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     m = _TEXT_EXPONENT.fullmatch(value)
+    if m is not None and _yaml_float(value):
+        return "; it is quoted: write the number without quotes"
     if m is None or not (m.group(2) or (m.group(3) or "") not in ("", ".")):
         return ""
     sign, whole, frac, exp_sign, exp = m.groups()
     mantissa = f"{whole or '0'}{frac if frac and frac != '.' else '.0'}"
     return (f"; YAML reads an exponent without a decimal point or without a sign as text: "
             f"write {sign}{mantissa}e{exp_sign or '+'}{exp}")
+
+
+def _yaml_float(text: str) -> bool:
+    """Whether YAML reads ``text`` (a number's text, unquoted) as a float."""
+    try:
+        return isinstance(yaml.safe_load(text), float)
+    except yaml.YAMLError:
+        return False
 
 
 def value_number(value: Any, path: str, *, lo: float | None = None, hi: float | None = None,

@@ -175,7 +175,9 @@ def check_inertia(value: Any, where: str, mass: float | None = None) -> np.ndarr
     if not isinstance(value, (list, tuple)) or len(value) != 3 or \
             not all(isinstance(row, (list, tuple)) and len(row) == 3 for row in value):
         raise ConfigError(f"{where} must be a 3x3 list of finite numbers (kg m^2), got {shown(value)}")
-    I = np.array([[value_number(x, f"{where}[{i}][{j}]", unit="kg m^2") for j, x in enumerate(row)]
+    bound = MAX_OBJECT_MASS * MAX_GYRATION ** 2
+    I = np.array([[value_number(x, f"{where}[{i}][{j}]", lo=-bound, hi=bound, unit="kg m^2",
+                                why="a hundred tonnes 100 m from its CoM") for j, x in enumerate(row)]
                   for i, row in enumerate(value)])
     scale = float(np.abs(I).max()) or 1.0
     if np.abs(I - I.T).max() > _INERTIA_RTOL * scale:
