@@ -158,8 +158,9 @@ def probe_scheduler(text: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             body = _receive(sock, 16, deadline) if 16 <= length <= _MAX_HANDSHAKE_BYTES else None
             frames = struct.unpack("<Q", body[:8])[0] if body is not None else 0
             if body is None or not 1 <= frames <= 64:
+                greeting = head + (body or b"") + _more(sock, 48, min(deadline, time.monotonic() + 0.2))
                 raise ValueError(f"--scheduler {_given(text)}: the service at {host}:{port} is not a Dask scheduler "
-                                 f"(it greets with {shown(head + (body or b''))}); {fix}")
+                                 f"(it greets with {shown(greeting.decode('utf-8', 'replace'))}); {fix}")
     except OSError as exc:
         reason = "nothing answers" if isinstance(exc, (ConnectionRefusedError, TimeoutError, socket.timeout)) \
             else f"cannot reach {host}:{port} ({' '.join((exc.strerror or str(exc)).split())})"
@@ -180,6 +181,21 @@ def _receive(sock: socket.socket, n: int, deadline: float) -> bytes | None:
             return None
         if not chunk:
             return None
+        data += chunk
+    return data
+
+
+def _more(sock: socket.socket, n: int, deadline: float) -> bytes:
+    """Up to ``n`` bytes more that arrive before ``deadline`` (for the message)."""
+    data = b""
+    while len(data) < n and time.monotonic() < deadline:
+        sock.settimeout(max(1e-3, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(n - len(data))
+        except OSError:
+            break
+        if not chunk:
+            break
         data += chunk
     return data
 
@@ -208,9 +224,9 @@ def worker_cap(requested: int, pending: int, memory: int | None = None) -> tuple
     if n == requested:
         return n, None
     why = []
-    if pending < requested:
+    if pending == n:
         why.append(f"{pending} runs left to fly")
-    if by_memory < requested and memory is not None:
+    if by_memory == n and memory is not None:
         why.append(f"{memory / 2**30:.1f} GB of memory available at about {WORKER_MEMORY_BYTES / 2**20:.0f} MB "
                    "per worker")
     return n, "; ".join(why)

@@ -73,7 +73,7 @@ def earlier_outputs(out: Path) -> list[str]:
     from freeflyer_control.sim.output import OUTPUT_FILES
     from freeflyer_control.sim.plots import PLOT_FILES
 
-    names = [n for n in CAMPAIGN_FILES + OUTPUT_FILES + PLOT_FILES if (out / n).is_file()]
+    names = [n for n in dict.fromkeys(CAMPAIGN_FILES + OUTPUT_FILES + PLOT_FILES) if (out / n).is_file()]
     return names + [f"{n}/" for n in CAMPAIGN_FOLDERS if (out / n).is_dir()]
 
 

@@ -78,8 +78,9 @@ def replay_command(spec_path: str, run: int, out: str) -> str:
     return shlex.join(["freeflyer", "sim", "--campaign", spec_path, "--run", str(run), "--out", out])
 
 
-class Terminated(Exception):
-    """SIGTERM arrived: end the campaign as Ctrl-C does."""
+class Terminated(BaseException):
+    """SIGTERM arrived: end the campaign as Ctrl-C does (a BaseException, as KeyboardInterrupt
+    is: no ``except Exception`` on the way may take it for a failed task)."""
 
 
 def _raise_terminated(signum, frame):
