@@ -18,6 +18,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.inputs.mappings import Range, exponent_advice
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.physics.state import State, base_position, base_rotation, joint_positions
 from freeflyer_control.sim.perturbation import Perturbation
 
@@ -220,7 +221,7 @@ def _names_problem(kind: Kind, support: tuple, ff) -> str | None:
         return f"robot {ff.name} has no {'thrusters' if kind.per == 'thruster_name' else 'wheels'}; drop it"
     for v in support:
         if v != "none" and v not in names:
-            return f"'{v}' is not one of robot {ff.name}'s: none, {', '.join(names)}"
+            return f"{shown(v)} is not one of robot {ff.name}'s: none, {', '.join(names)}"
     return None
 
 

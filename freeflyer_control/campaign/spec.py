@@ -11,6 +11,7 @@ on the worker that flies it, on the other runs, or on the order of the kinds in 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -187,7 +188,14 @@ def _absolute_paths(raw: dict, folder: Path | None) -> dict:
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes."""
+    """sha256 of a file's bytes (remembered while the file's stamp stays the same)."""
+    from freeflyer_control.model.robots import file_stamp
+
+    return _digest(str(path), file_stamp(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, stamp: tuple | None) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -202,7 +210,7 @@ def input_files(raw: Mapping, testbed=None) -> dict[str, str]:
         paths += robot_sources(testbed.robot_source)
     else:
         paths += robot_sources(str(raw.get("robot", "planar_4link")))
-    return {str(Path(p).resolve()): file_digest(p) for p in paths if p is not None}
+    return {str(Path(p).resolve()): file_digest(Path(p).resolve()) for p in paths if p is not None}
 
 
 def _whole(value, key: str, lo: int, hi: int, required: bool = False) -> int:
@@ -244,7 +252,7 @@ def base_config(raw: Mapping):
         if raw.get("ee") is not None:
             ee = [raw["ee"]] if isinstance(raw["ee"], str) else raw["ee"]
             if not isinstance(ee, list):
-                raise ConfigError(f"campaign spec: ee must be a frame name or a list of them, got {ee!r}"[:200])
+                raise ConfigError(f"campaign spec: ee must be a frame name or a list of them, got {shown(ee)}")
             kwargs["ee"] = [value_text(e, f"campaign spec: ee[{i}]", what="a frame name") for i, e in enumerate(ee)]
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
@@ -269,25 +277,26 @@ def _choices(config) -> None:
 
 
 def _robot(raw: Mapping, config):
-    """(the robot flown, the testbed config or None)."""
-    from freeflyer_control.model import load_robot
+    """(the robot flown, the testbed config or None), shared read-only models (a worker's runs
+    copy what they change)."""
+    from freeflyer_control.model.robots import shared_robot
 
     tb = None
     if raw.get("via_testbed"):
-        from freeflyer_control.hil.config import load_testbed_config
+        from freeflyer_control.hil.config import shared_testbed
 
         try:
             name = value_text(raw["via_testbed"], "campaign spec: via_testbed", 4096,
                               "a testbed config (.yaml or a bundled name)")
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        tb = load_testbed_config(name)
+        tb = shared_testbed(name)
         if "robot" in raw and raw["robot"] != tb.robot.name:
             raise ValueError(f"campaign spec: testbed {shown(raw['via_testbed'])} carries robot '{tb.robot.name}', "
                              f"not {shown(raw['robot'])}; drop robot or give a testbed config for it")
         ff = tb.robot
     else:
-        ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
+        ff = shared_robot(config.robot, base=config.base, end_effectors=config.ee)
     if raw.get("q0") is not None:
         from freeflyer_control.inputs.values import UsageError
         from freeflyer_control.model.joint_positions import joint_limit_problem, parse_joint_positions

@@ -62,6 +62,7 @@ unmapped joint, an impossible thruster layout are refused with the key at fault 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -76,7 +77,7 @@ from freeflyer_control.inputs.values import shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
 from freeflyer_control.model.config import MAX_EXTENT, MAX_PATH_CHARS, Thruster, parse_thruster, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.model.robots import load_robot
+from freeflyer_control.model.robots import file_stamp, load_robot
 from freeflyer_control.physics.actuators import in_thrust_cone, mode_support, thruster_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.resources import share_dir
@@ -331,7 +332,7 @@ def _parse_encoders(data: Mapping[str, Any], ff: FreeFlyerModel) -> EncoderConfi
         effort_sign = entry.get("effort_sign", sign)
         for key, value in (("sign", sign), ("effort_sign", effort_sign)):
             if isinstance(value, bool) or value not in (1, -1):
-                raise ConfigError(f"{w}.{key} must be 1 or -1, got {value!r}")
+                raise ConfigError(f"{w}.{key} must be 1 or -1, got {shown(value)}")
         try:
             offset = ENCODER_OFFSET.read(entry, "offset", w, 0.0)
         except ConfigError as exc:
@@ -406,7 +407,7 @@ def _check_layout(layout: tuple[Thruster, ...], ff: FreeFlyerModel, where: str) 
             if abs(th.direction[2]) > 1e-6:
                 raise ConfigError(f"{where}.layout: thruster '{th.name}' pushes along world z "
                                   f"(direction {th.direction.tolist()}); on a table thrust must lie in the x-y plane")
-    probe = replace(ff, thrusters=layout)
+    probe = ff if layout is ff.thrusters else replace(ff, thrusters=layout)  # the robot's own: cached matrix
     reason = mode_support(probe, Mode.FLYING)
     if reason:
         B = thruster_matrix(probe)
@@ -484,7 +485,7 @@ def parse_testbed_config(data: Mapping[str, Any], *, source: Path | None = None,
     """
     where = f"testbed config '{source}'" if source else "testbed config"
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a YAML mapping, got {data!r}")
+        raise ConfigError(f"{where} must be a YAML mapping, got {shown(data)}")
     try:
         refuse_unknown(data, TESTBED_KEYS, "")
     except ConfigError as exc:
@@ -558,6 +559,17 @@ def resolve_testbed_config(name_or_path: str | Path) -> Path:
             tried.append(str(candidate))
     raise ConfigError(f"testbed config '{text}' not found (looked for {tried}); give the path of a testbed "
                       f".yaml, or one of the bundled configs {bundled}")
+
+
+def shared_testbed(source: str) -> TestbedConfig:
+    """:func:`load_testbed_config` for reading only (checking options and specs against it),
+    cached by the source and the stamp of its file, as :func:`~freeflyer_control.model.robots.shared_robot`."""
+    return _shared_testbed(source, file_stamp(source))
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_testbed(source: str, stamp: tuple | None) -> TestbedConfig:
+    return load_testbed_config(source)
 
 
 def load_testbed_config(path: str | Path, *, robot: FreeFlyerModel | None = None) -> TestbedConfig:

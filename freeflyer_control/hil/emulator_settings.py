@@ -16,6 +16,7 @@ import numpy as np
 
 from freeflyer_control.errors import ConfigError
 from freeflyer_control.inputs.mappings import Range, refuse_unknown, section
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.sim.limits import MAX_RATE_HZ
 
 from .frames import axes_matrix
@@ -87,7 +88,7 @@ class EmulatorSettings:
             axes = np.asarray(axes, dtype=float)
             if axes.shape != (3, 3) or not np.allclose(axes @ axes.T, np.eye(3)) or np.linalg.det(axes) < 0:
                 raise ConfigError("EmulatorSettings.capture_axes must be an axis convention (z-up, y-up, [x, -z, y]) "
-                                  f"or a 3x3 rotation, got {self.capture_axes!r}")
+                                  f"or a 3x3 rotation, got {shown(self.capture_axes)}")
             object.__setattr__(self, "capture_axes", axes)
 
     @classmethod

@@ -20,23 +20,19 @@ from .values import shown
 # Configs are a few kB; a file this large is not one (and would be read whole into memory).
 MAX_YAML_BYTES = 10 * 2**20
 # Aliases (*name) let a few lines of YAML describe a structure of billions of items ("billion
-# laughs"); a config needs a handful.
+# laughs"), which a reader walking it (a spec's digest) would never finish; a config needs a
+# handful of aliases and a few thousand values.
 MAX_ALIASES = 200
+MAX_VALUES = 100_000
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader refusing repeated keys in a mapping and many aliases."""
+# libyaml's parser when PyYAML has it (ten times faster: configs are read on every run and in
+# the fuzz tests by the thousand); the constructor, where repeated keys are caught, is Python.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    aliases = 0
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark
-                raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases (*name) at line {mark.line + 1}; "
-                                     "write the values out")
-        return super().compose_node(parent, index)
+class _Loader(_SafeLoader):
+    """SafeLoader refusing repeated keys in a mapping."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -62,10 +58,44 @@ class DuplicateKey(yaml.YAMLError):
         self.line = again
 
 
+def _count_aliases(text: str) -> None:
+    """Refuse more than MAX_ALIASES aliases (a parse of the events only, in libyaml)."""
+    if "*" not in text:  # an alias is written *name
+        return
+    count = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            count += 1
+            if count > MAX_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases (*name) at line {event.start_mark.line + 1}; "
+                                     "write the values out")
+
+
+def _values(data: Any, memo: dict[int, int]) -> int:
+    """How many values ``data`` holds once its shared parts (aliases) are written out, counted up
+    to a little past MAX_VALUES."""
+    if not isinstance(data, (dict, list)):
+        return 1
+    if id(data) in memo:
+        return memo[id(data)]
+    items = list(data.items()) if isinstance(data, dict) else [(None, v) for v in data]
+    total = 1
+    for _, value in items:
+        total += _values(value, memo)
+        if total > MAX_VALUES:
+            break
+    memo[id(data)] = total
+    return total
+
+
 def parse_yaml(text: str, source: str, what: str) -> Any:
     """The YAML document ``text`` (from ``source``, a file name for messages)."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        _count_aliases(text)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        if "*" in text and _values(data, {}) > MAX_VALUES:
+            raise yaml.YAMLError(f"its aliases (*name) make more than {MAX_VALUES} values; write the values out")
+        return data
     except DuplicateKey as exc:
         raise ConfigError(f"{what} '{source}', line {exc.line}: {exc}") from None
     except yaml.MarkedYAMLError as exc:

@@ -42,6 +42,7 @@ from freeflyer_control.errors import ConfigError
 from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_number, value_text, vector
 from freeflyer_control.inputs.values import ANGLE, shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
+from freeflyer_control.inputs.values import shown
 
 BASE_TYPES = ("planar", "spatial")
 ROBOT_CONFIG_KEYS = ("urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
@@ -197,7 +198,7 @@ def parse_thruster(entry: Any, index: int) -> Thruster:
 def _parse_base_limits(entry: Any, where: str) -> BaseLimits:
     where = f"{where}: base_limits"
     if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a mapping with max_force (N) and max_torque (N m), got {entry!r}")
+        raise ConfigError(f"{where} must be a mapping with max_force (N) and max_torque (N m), got {shown(entry)}")
     refuse_unknown(entry, ("max_force", "max_torque"), where)
     fix = ("give the largest force (N) and torque (N m) the ideal base actuator may apply, "
            "e.g. 'base_limits: {max_force: 2.0, max_torque: 0.5}'")
@@ -224,7 +225,7 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     """
     where = f"robot config '{source}'" if source is not None else "robot config"
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
+        raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {shown(data)}")
     refuse_unknown(data, ROBOT_CONFIG_KEYS, where)
     if "base" not in data:
         raise ConfigError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Sequence
 
@@ -66,11 +67,48 @@ def robot_sources(robot: str | Path) -> list[Path]:
     text = str(robot)
     path = Path(text)
     if path.suffix in (".yaml", ".yml"):
-        config = load_robot_config(path)
-        return [path.absolute()] + ([Path(config.urdf).absolute()] if config.urdf is not None else [])
+        return list(_config_sources(str(path.absolute()), file_stamp(path)))
     if path.suffix in (".urdf", ".xml"):
         return [path.absolute()]
     config_path = robot_config_dir() / f"{text}.yaml"
     if text.lstrip().startswith("<") or len(text) > 200 or not config_path.is_file():
         return []
     return robot_sources(config_path)
+
+
+@functools.lru_cache(maxsize=64)
+def _config_sources(path: str, stamp: tuple | None) -> tuple[Path, ...]:
+    config = load_robot_config(path)
+    return (Path(path),) + ((Path(config.urdf).absolute(),) if config.urdf is not None else ())
+
+
+def file_stamp(path: str | Path) -> tuple | None:
+    """(modification time ns, size) of the file ``path`` names, None if it names none: a cache
+    keyed by it reads a changed file again."""
+    try:
+        stat = Path(path).stat()
+    except (OSError, ValueError):
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def shared_robot(robot: str | Path, *, base: str | None = None,
+                 end_effectors: Sequence[str] | None = None) -> FreeFlyerModel:
+    """:func:`load_robot` for reading only (checking options and specs against a robot): cached
+    by the source and the stamps of every file it reads, so a changed file is read again and
+    checking many specs or argument sets does not re-read the same URDF. Callers must not change
+    the model; a run loads its own."""
+    text = str(robot)
+    ee = tuple(end_effectors) if end_effectors is not None else None
+    if len(text) > 4096 or "\x00" in text:
+        return load_robot(text, base=base, end_effectors=ee)  # refused there, with the message
+    try:
+        stamps = tuple((str(p), file_stamp(p)) for p in robot_sources(text))
+    except (OSError, ValueError):
+        return load_robot(text, base=base, end_effectors=ee)
+    return _shared(text, base, ee, stamps)
+
+
+@functools.lru_cache(maxsize=16)
+def _shared(robot: str, base: str | None, ee: tuple[str, ...] | None, stamps: tuple) -> FreeFlyerModel:
+    return load_robot(robot, base=base, end_effectors=ee)
