@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from freeflyer_control.inputs.values import shown
+from freeflyer_control.inputs.values import shown, shown_path
 
 JOURNAL = "journal.jsonl"
 META = "campaign.json"
@@ -63,8 +63,8 @@ def identity_problem(out: Path, meta: dict, spec) -> str | None:
         if before != now:
             what = "is no longer read" if now is None else "was not read before" if before is None else \
                 f"has changed since the campaign began (sha256 {str(before)[:12]} -> {now[:12]})"
-            return (f"{out} holds runs of this spec flown with other files: {path} {what}; its runs would "
-                    "mix with those flown before")
+            return (f"{out} holds runs of this spec flown with other files: {shown_path(path)} {what}; its runs "
+                    "would mix with those flown before")
     return None
 
 

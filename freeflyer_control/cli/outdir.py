@@ -48,7 +48,7 @@ def output_path_problem(text: str, option: str = "--out") -> str | None:
         if not os.access(out, os.W_OK | os.X_OK):
             return f"{option} {text}: cannot write in the folder (permission denied): give a folder you can write to"
         return None
-    parent = next((p for p in out.absolute().parents if p.exists()), None)
+    parent = next((p for p in out.parents if p.exists()), None)  # relative as typed: the message shows it so
     if parent is not None and not parent.is_dir():
         return f"{option} {text} lies under {parent}, which is a file, not a folder: give a folder elsewhere"
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):

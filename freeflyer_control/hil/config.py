@@ -530,9 +530,9 @@ def testbed_names() -> list[str]:
 
 
 def resolve_testbed_config(name_or_path: str | Path) -> Path:
-    """The testbed config file ``name_or_path`` names: a path (used as given if it exists), else
-    a path or a bare name (``planar_4link`` -> ``planar_4link.yaml``) in the package's
-    ``config/testbeds/``.
+    """The testbed config file ``name_or_path`` names: a path (returned as given if it exists),
+    else a path or a bare name (``planar_4link`` -> ``planar_4link.yaml``) in the package's
+    ``config/testbeds/`` (absolute).
 
     Raises:
         ConfigError: empty, or no such file (listing the bundled configs).
@@ -550,7 +550,7 @@ def resolve_testbed_config(name_or_path: str | Path) -> Path:
                           f"of a testbed .yaml, or one of the bundled configs {bundled}")
     given = Path(text).expanduser()
     if given.is_file():
-        return given.absolute()
+        return given  # as given: messages then name the file as the user wrote it
     tried = [str(given)]
     if folder is not None and not given.is_absolute():
         for candidate in (folder / given, folder / given.with_name(given.name + ".yaml")):

@@ -95,3 +95,16 @@ def shown(value: object, limit: int = 60) -> str:
     """``value`` quoted for a message, cut to one short line."""
     text = repr(str(value))
     return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def shown_path(path) -> str:
+    """A file path for a message: relative to the working folder when it lies inside it (as the
+    user most likely wrote it), else as it is."""
+    import os
+
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:
+        return text
+    return relative if not relative.startswith("..") and os.path.isabs(text) else text
