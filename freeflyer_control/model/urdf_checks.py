@@ -51,6 +51,11 @@ non-unit axis                                                normalised in ``Joi
                                                              ``JointInfo.axis`` is the given axis if
                                                              usable, else (1, 0, 0)
 non-numeric or non-finite origin / axis / limit values       error naming joint and attribute
+an origin (joint or inertial) beyond 1 km, or an origin      error naming it: a unit slip (no robot is
+angle beyond 1000 rad                                        a kilometre across)
+a limit beyond 1e10 (the "unlimited" sentinel below)         error naming joint and attribute
+``velocity="0"`` on a revolute, continuous or prismatic      error: no speed would be plausible and
+joint                                                        any motion would read as a runaway
 revolute / prismatic joint without ``<limit>``               warning; amended XML gets
                                                              ``<limit lower="-1e10" upper="1e10"
                                                              effort="1e10" velocity="1e10"/>``
@@ -69,7 +74,8 @@ lower > upper; negative effort or velocity                   error naming the jo
 ``<transmission>``, ``<gazebo>``, ``<calibration>`` ...      ignored
 ``<inertial>`` without ``<mass>`` or ``<inertia>``, or       error naming the link (urdfdom refuses it,
 an inertia attribute missing                                 Pinocchio then silently uses zero inertia)
-mass negative, NaN, infinite, non-numeric                    error naming the link
+mass negative, NaN, infinite, non-numeric, or over 1e6 kg   error naming the link
+a radius of gyration sqrt(I/m) beyond 1 km                   error naming the link (check the units)
 mass exactly 0 and all six inertia values 0                  a *dummy link*: treated like a link
                                                              without ``<inertial>`` (rules below),
                                                              plus a warning
