@@ -176,3 +176,24 @@ def one_line(message: str) -> None:
     assert "\n" not in message, message
     assert len(message) < 3000, len(message)
     assert "Traceback" not in message
+
+
+def fuzz_reader(rng: np.random.Generator, good: list, read, check, refused=(ValueError,)) -> dict[str, int]:
+    """The loop every config-reader fuzz runs: :func:`fuzz_count` inputs, each one of ``good``
+    spoiled (:func:`spoil`, :func:`yaml_text`) and given to ``read(text)``; a refusal (one of
+    ``refused``) must be :func:`one_line`, an accepted result must pass ``check``. Both outcomes
+    must be common (over 10 % each), or the fuzz proves nothing. Returns the counts."""
+    outcomes = {"accepted": 0, "refused": 0}
+    for _ in range(fuzz_count()):
+        text = yaml_text(rng, spoil(rng, good[int(rng.integers(len(good)))]))
+        try:
+            result = read(text)
+        except refused as exc:
+            one_line(str(exc))
+            outcomes["refused"] += 1
+            continue
+        outcomes["accepted"] += 1
+        check(result, outcomes["accepted"])
+    n = sum(outcomes.values())
+    assert outcomes["accepted"] > 0.1 * n and outcomes["refused"] > 0.1 * n, outcomes
+    return outcomes

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import yaml
-from fuzz_support import fuzz_count, fuzz_rng, one_line, spoil, yaml_text
+from fuzz_support import fuzz_reader, fuzz_rng
 
 from freeflyer_control.errors import ConfigError
 from freeflyer_control.inputs.yaml_files import parse_yaml
@@ -44,17 +44,6 @@ def assert_physical(obj) -> None:
 
 
 def test_fuzz_object_config_reader_accepts_physical_objects_or_refuses_in_one_line():
-    rng = fuzz_rng(salt=30)
-    outcomes = {"accepted": 0, "refused": 0}
-    for _ in range(fuzz_count()):
-        text = yaml_text(rng, spoil(rng, GOOD[int(rng.integers(len(GOOD)))]))
-        try:
-            obj = parse_object(parse_yaml(text, "fuzz.yaml", "object config"), "fuzz.yaml")
-        except ConfigError as exc:
-            one_line(str(exc))
-            outcomes["refused"] += 1
-            continue
-        outcomes["accepted"] += 1
-        assert_physical(obj)
-    n = sum(outcomes.values())
-    assert outcomes["accepted"] > 0.1 * n and outcomes["refused"] > 0.1 * n, outcomes
+    fuzz_reader(fuzz_rng(salt=30), GOOD,
+                lambda text: parse_object(parse_yaml(text, "fuzz.yaml", "object config"), "fuzz.yaml"),
+                lambda obj, _: assert_physical(obj), refused=ConfigError)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import yaml
-from fuzz_support import fuzz_count, fuzz_rng, one_line, spoil, yaml_text
+from fuzz_support import fuzz_reader, fuzz_rng
 
 from freeflyer_control.errors import ConfigError
 from freeflyer_control.hil import config as hc
@@ -41,18 +41,8 @@ def assert_safe(tb) -> None:
 
 
 def test_fuzz_testbed_config_reader_keeps_every_limit_physical_or_refuses_in_one_line():
-    rng = fuzz_rng(salt=31)
     robot = load_robot("planar_4link")
-    outcomes = {"accepted": 0, "refused": 0}
-    for _ in range(fuzz_count()):
-        text = yaml_text(rng, spoil(rng, GOOD))
-        try:
-            tb = hc.parse_testbed_config(parse_yaml(text, str(EXAMPLE), "testbed config"), source=EXAMPLE, robot=robot)
-        except ConfigError as exc:
-            one_line(str(exc))
-            outcomes["refused"] += 1
-            continue
-        outcomes["accepted"] += 1
-        assert_safe(tb)
-    n = sum(outcomes.values())
-    assert outcomes["accepted"] > 0.1 * n and outcomes["refused"] > 0.1 * n, outcomes
+    fuzz_reader(fuzz_rng(salt=31), [GOOD],
+                lambda text: hc.parse_testbed_config(parse_yaml(text, str(EXAMPLE), "testbed config"), source=EXAMPLE,
+                                                     robot=robot),
+                lambda tb, _: assert_safe(tb), refused=ConfigError)
