@@ -82,7 +82,7 @@ def test_a_resume_after_the_urdf_changed_is_refused_naming_the_file(tmp_path):
 
 def test_relative_paths_in_a_spec_are_relative_to_the_spec(tmp_path, monkeypatch):
     own_robot(tmp_path / "lab")
-    spec_path = write_spec(tmp_path / "lab", {**BASE, "robot": "robot.yaml"})
+    write_spec(tmp_path / "lab", {**BASE, "robot": "robot.yaml"})
     monkeypatch.chdir(tmp_path)  # not the spec's folder
     spec = load_spec(Path("lab") / "spec.yaml")
     assert spec.raw["robot"] == str((tmp_path / "lab" / "robot.yaml").absolute())

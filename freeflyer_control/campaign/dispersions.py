@@ -132,7 +132,7 @@ def physical_ranges(ff, start: State, limits=None) -> dict[str, Range | dict[str
     item (a dict item -> Range) where it differs between items. ``limits``: the testbed's
     safety limits (``hil.config.Limits``) when flown through the emulated testbed."""
     from freeflyer_control.hil.emulator_settings import setting_range
-    from freeflyer_control.runtime.plausibility import (
+    from freeflyer_control.model.plausible_motion import (
         DEFAULT_MAX_BASE_DISTANCE,
         DEFAULT_MAX_BASE_RATE,
         DEFAULT_MAX_BASE_SPEED,
@@ -186,9 +186,9 @@ def physical_ranges(ff, start: State, limits=None) -> dict[str, Range | dict[str
                         f"geofence ([{lo:g}, {hi:g}] m in {axis} less {room:g} m of radius and margin)")
             for axis, lo, hi, p in (("x", x0, x1, position[0]), ("y", y0, y1, position[1]))}
         out["initial_base_velocity"] = Range(-limits.base_speed, limits.base_speed, "m/s",
-                                             f"the testbed's limits.base_speed: the bridge would trip at once")
+                                             "the testbed's limits.base_speed: the bridge would trip at once")
         out["initial_base_rate"] = Range(-limits.base_rate, limits.base_rate, "rad/s",
-                                         f"the testbed's limits.base_rate: the bridge would trip at once")
+                                         "the testbed's limits.base_rate: the bridge would trip at once")
     return out
 
 

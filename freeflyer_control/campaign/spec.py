@@ -202,24 +202,15 @@ def _digest(path: str, stamp: tuple | None) -> str:
 def input_files(raw: Mapping, testbed=None) -> dict[str, str]:
     """Every file a run of the spec ``raw`` reads -> its sha256: the robot config and its URDF
     (a bundled robot's too: a new release may change them), and the testbed config."""
-    from freeflyer_control.model.robots import robot_sources
+    from freeflyer_control.model.robots import DEFAULT_ROBOT, robot_sources
 
     paths = []
     if testbed is not None:
         paths.append(testbed.source)
         paths += robot_sources(testbed.robot_source)
     else:
-        paths += robot_sources(str(raw.get("robot", "planar_4link")))
+        paths += robot_sources(str(raw.get("robot", DEFAULT_ROBOT)))
     return {str(Path(p).resolve()): file_digest(Path(p).resolve()) for p in paths if p is not None}
-
-
-def _whole(value, key: str, lo: int, hi: int, required: bool = False) -> int:
-    if value is None and required:
-        _missing(key)
-    try:
-        return value_whole(value, f"campaign spec: {key}", lo, hi)
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
 
 
 def base_config(raw: Mapping):

@@ -77,11 +77,11 @@ from freeflyer_control.inputs.values import shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
 from freeflyer_control.model.config import MAX_EXTENT, MAX_PATH_CHARS, Thruster, parse_thruster, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.plausible_motion import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 from freeflyer_control.model.robots import file_stamp, load_robot
 from freeflyer_control.physics.actuators import in_thrust_cone, mode_support, thruster_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.resources import share_dir
-from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
 from .emulator_settings import EmulatorSettings
 from .frames import CaptureTransform, axes_matrix

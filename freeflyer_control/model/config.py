@@ -42,7 +42,6 @@ from freeflyer_control.errors import ConfigError
 from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_number, value_text, vector
 from freeflyer_control.inputs.values import ANGLE, shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
-from freeflyer_control.inputs.values import shown
 
 BASE_TYPES = ("planar", "spatial")
 ROBOT_CONFIG_KEYS = ("urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",

@@ -28,6 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.plausible_motion import (  # noqa: F401 - the defaults, named here too
+    DEFAULT_MAX_BASE_DISTANCE,
+    DEFAULT_MAX_BASE_RATE,
+    DEFAULT_MAX_BASE_SPEED,
+)
 from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.state import State, base_position, base_twist_world, joint_positions
 from freeflyer_control.ros.conversions import BaseReading, JointReading
@@ -36,9 +41,6 @@ from freeflyer_control.ros.conversions import BaseReading, JointReading
 VELOCITY_FACTOR = 2.0
 # An unwrapped wheel angle grows without bound, but past this float64 keeps less than 1e-6 rad.
 CONTINUOUS_ANGLE_BOUND = 1e9            # rad
-DEFAULT_MAX_BASE_SPEED = 5.0            # m/s: an air-bearing base moves at < 0.5, a docking approach at < 1
-DEFAULT_MAX_BASE_RATE = 10.0            # rad/s: about 1.6 turns per second
-DEFAULT_MAX_BASE_DISTANCE = 1e4         # m from the world origin (the initial CoM or the table origin)
 
 
 @dataclass(frozen=True)
