@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from freeflyer_control.cli.common import engine_words
 from freeflyer_control.inputs.values import Number, UsageError
 from freeflyer_control.sim.output import json_safe
 
@@ -92,7 +93,7 @@ def run_object(args: argparse.Namespace) -> int:
     if s is None or args.json:
         return code
     print(f"{s['robot']} holding {s['object']}: {s['maneuver']}, cooperative, mode {s['mode']}, "
-          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz ({engine_words(s)})")
     for key, label, unit in (("object_rms_tracking_error_m", "object RMS tracking error", "m"),
                              ("internal_force_rms_error_N", "internal force RMS error", "N"),
                              ("max_grasp_constraint_error_m", "grasp constraint error (max)", "m"),
@@ -136,7 +137,8 @@ def _run_capture(args: argparse.Namespace, out) -> int:
     if s is None:
         return code
     if not args.json:
-        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz "
+              f"({engine_words(s)})")
         for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
                                  ("peak_grasp_force_N", "peak grasp force", "N"),
                                  ("peak_grasp_torque_Nm", "peak grasp torque", "N m"),

@@ -73,7 +73,7 @@ class _ComputedTorque:
             raise ModeError(f"capture flies {[m.value for m in CAPTURE_MODES]}; mode '{mode.value}' is not supported "
                             "yet: choose floating or flying")
         self.ff, self.mode, self.data = ff, mode, ff.create_data()
-        fastpath.kernels()  # load (first use: compile) the compiled H*/C* now, not on a tick
+        fastpath.warm("reduced")  # compile (first use) or load it now, not on a tick
         self.allocator = ThrusterAllocator(ff) if mode is Mode.FLYING and ff.thrusters else None
 
     def actuation(self, state: State, u_dot: np.ndarray) -> Actuation:

@@ -197,16 +197,19 @@ def applied_or_nan(ff: FreeFlyerModel, actuation: Actuation, q: np.ndarray,
 
 
 def applied_rows(ff: FreeFlyerModel, arm: np.ndarray, wheels: np.ndarray, thrust: np.ndarray,
-                 wrench: np.ndarray | None, q: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
+                 wrench: np.ndarray | None, q: np.ndarray, v: np.ndarray,
+                 deliver=None) -> dict[str, np.ndarray]:
     """The applied series (Recorder's ``arm_torques``, ``wheel_torques``, ``thruster_forces``,
-    ``base_wrench_world``) of logged commands, one row per logged state (q, v); ``wrench``: the
-    ideal base wrench commanded (world), None when the thrusters carry the base wrench."""
+    ``base_wrench_world``) of logged commands, one row per logged state (q, v), on the plant's
+    robot ``ff``; ``wrench``: the ideal base wrench commanded (world), None when the thrusters
+    carry the base wrench; ``deliver(command)``: what the actuators deliver (a run's
+    ``Perturbation.actuation``; None: the command)."""
     rows = q.shape[0]
     out = {"arm_torques": np.empty((rows, arm.shape[1])), "wheel_torques": np.empty((rows, wheels.shape[1])),
            "thruster_forces": np.empty((rows, thrust.shape[1])), "base_wrench_world": np.empty((rows, ff.nb))}
     for i in range(rows):
-        act, on_base = applied_or_nan(ff, Actuation(arm[i], wheels[i], thrust[i],
-                                                    np.zeros(0) if wrench is None else wrench[i]), q[i], v[i])
+        command = Actuation(arm[i], wheels[i], thrust[i], np.zeros(0) if wrench is None else wrench[i])
+        act, on_base = applied_or_nan(ff, command if deliver is None else deliver(command), q[i], v[i])
         out["arm_torques"][i], out["wheel_torques"][i] = act.arm_torques, act.wheel_torques
         out["thruster_forces"][i], out["base_wrench_world"][i] = act.thruster_forces, on_base
     return out
