@@ -135,10 +135,19 @@ def test_overwrite_replaces_a_sim_runs_outputs_only(tmp_path):
     (out / "notes.txt").write_text("mine\n")
     args = parse(["campaign", str(spec_path), "--out", str(out), "--overwrite"])
     assert args.overwrite
-    from freeflyer_control.campaign.journal import remove_outputs
+    Journal(out, args.campaign_spec, overwrite=True).close()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["notes.txt"]
 
-    remove_outputs(out)
-    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+def test_overwrite_never_removes_a_running_campaigns_files(tmp_path):
+    running = Journal(tmp_path, parse_spec(BASE))
+    running.record([{"run": 0, "status": "ok"}])
+    try:
+        with pytest.raises(CampaignFolderError, match="another campaign is running"):
+            Journal(tmp_path, parse_spec({**BASE, "seed": 5}), overwrite=True)
+        assert (tmp_path / "journal.jsonl").exists() and (tmp_path / "campaign.json").exists()
+    finally:
+        running.close()
 
 
 # --- class 19: a refused scheduler leaves nothing; a second campaign on one folder waits its turn

@@ -107,20 +107,23 @@ def remove_outputs(out: Path) -> None:
 
 class Journal:
     """Append-only record of the rows of ``spec`` in ``out`` (created if missing), holding the
-    folder's lock until :meth:`close`.
+    folder's lock until :meth:`close`; ``overwrite``: the outputs already there are removed first
+    (:func:`remove_outputs`), once the lock is held.
 
     Raises:
         CampaignFolderError: another campaign runs in ``out``; ``out`` holds another campaign
             (another spec, or changed files); a journal line that is not a run's record.
     """
 
-    def __init__(self, out: Path, spec):
+    def __init__(self, out: Path, spec, *, overwrite: bool = False):
         self.out = Path(out)
         self.path = self.out / JOURNAL
         self.spec = spec
         self.out.mkdir(parents=True, exist_ok=True)
         self._lock = _lock(self.out)
         try:
+            if overwrite:  # under the lock: never another running campaign's files
+                remove_outputs(self.out)
             meta = read_meta(self.out)
             problem = identity_problem(self.out, meta, spec) if meta is not None else None
             if problem:

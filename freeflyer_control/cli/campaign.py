@@ -88,13 +88,11 @@ def _raise_terminated(signum, frame):
 
 
 def run(args: argparse.Namespace) -> int:
-    from freeflyer_control.campaign.journal import Journal, remove_outputs
+    from freeflyer_control.campaign.journal import Journal
 
     spec = args.campaign_spec
     out = Path(args.out)
-    if args.overwrite and out.is_dir():
-        remove_outputs(out)
-    journal = Journal(out, spec)
+    journal = Journal(out, spec, overwrite=args.overwrite)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return _fly_and_report(args, spec, out, journal)
