@@ -368,3 +368,33 @@ def test_a_capped_campaign_says_so_and_a_second_one_finds_no_dashboard_port_in_u
     assert proc.returncode == 0, proc.stderr
     assert "--workers 1000: starting 2 (2 runs left to fly" in proc.stderr
     assert "8787" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+# --- class 10: a full disk ends a campaign in one line, its rows safe ---------------------------
+
+def test_a_full_disk_ends_a_campaign_in_one_line_with_the_runs_recorded(tmp_path, monkeypatch):
+    pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'freeflyer_control[campaign]')")
+    import errno
+
+    real_record = Journal.record
+    calls = []
+
+    def record(self, rows):
+        calls.append(len(rows))
+        if len(calls) == 3:  # the disk fills after two batches
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+        return real_record(self, rows)
+
+    monkeypatch.setattr(Journal, "record", record)
+    spec_path = write_spec(tmp_path, {**BASE, "runs": 6, "batch": 1})
+    out = tmp_path / "out"
+    err, stdout = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(stdout):
+        code = main(["campaign", str(spec_path), "--out", str(out), "--workers", "1", "--no-plots"])
+    assert code == 1
+    lines = [line for line in err.getvalue().splitlines() if line.startswith("freeflyer campaign:")]
+    assert lines == [f"freeflyer campaign: error: cannot write {out / 'journal.jsonl'}: No space left on device; "
+                     f"2 of 6 runs are recorded in {out}/ (the journal is written and flushed a row at a time): "
+                     "free some space and run the same command to continue"], err.getvalue()
+    assert "Traceback" not in err.getvalue()
+    assert len((out / "journal.jsonl").read_text().splitlines()) == 2
