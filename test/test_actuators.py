@@ -224,12 +224,16 @@ def test_base_limits_from_the_robot_config_replace_the_derived_ones(tmp_path):
 
 
 @pytest.mark.parametrize("limits, expected", [
-    ({"max_force": -1.0, "max_torque": 1.0}, "base_limits.max_force must be a finite positive number, got -1.0"),
-    ({"max_force": 1.0, "max_torque": 0}, "base_limits.max_torque must be a finite positive number, got 0"),
-    ({"max_force": ".nan", "max_torque": 1.0}, "base_limits.max_force must be a number, got '.nan'"),
-    ({"max_force": float("inf"), "max_torque": 1.0}, "base_limits.max_force must be a finite positive number"),
+    ({"max_force": -1.0, "max_torque": 1.0},
+     "base_limits.max_force must be a number in (0, 100000] N (beyond any thruster set of a free-flyer), got -1"),
+    ({"max_force": 1.0, "max_torque": 0}, "base_limits.max_torque must be a number in (0, 100000] N m"),
+    ({"max_force": ".nan", "max_torque": 1.0}, "base_limits.max_force must be a number (N), got the text '.nan'"),
+    ({"max_force": float("inf"), "max_torque": 1.0}, "base_limits.max_force must be a number in (0, 100000] N, got inf"),
+    ({"max_force": 1e300, "max_torque": 1.0}, "base_limits.max_force must be a number in (0, 100000] N (beyond any "
+                                              "thruster set of a free-flyer), got 1e+300"),
     ({"max_force": 1.0}, "base_limits: missing key 'max_torque'"),
-    ({"max_force": 1.0, "max_torque": 1.0, "max_thrust": 2.0}, "base_limits: unknown key(s) ['max_thrust']"),
+    ({"max_force": 1.0, "max_torque": 1.0, "max_thrust": 2.0},
+     "base_limits: unknown key 'max_thrust'; did you mean 'max_torque'?"),
     ([1.0, 2.0], "base_limits must be a mapping with max_force (N) and max_torque (N m)"),
 ])
 def test_non_physical_base_limits_are_refused_with_the_key_and_the_fix(limits, expected):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -165,6 +166,121 @@ def _bad_base_limits() -> None:
         "base_limits: {max_force: -2, max_torque: 0.5}\n")
 
 
+def _testbed(**edits) -> Callable[[], None]:
+    """tb.yaml: the example testbed config with ``edits`` ({"limits.base_speed": 1e300}) and the
+    robot named by absolute path (the scratch folder is elsewhere)."""
+    def setup() -> None:
+        import yaml
+
+        from freeflyer_control.resources import share_dir
+
+        data = yaml.safe_load((share_dir() / "config" / "testbeds" / "planar_4link.yaml").read_text())
+        data["robot"] = "planar_4link"
+        for path, value in edits.items():
+            *parents, key = path.split(".")
+            node = data
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[key] = value
+        Path("tb.yaml").write_text(yaml.safe_dump(data))
+    return setup
+
+
+def _spec(text: str, name: str = "spec.yaml") -> Callable[[], None]:
+    return _write(name, "runs: 4\nmaneuver: wilde\nduration: 0.2\n" + text)
+
+
+def _object(edit: Callable[[str], str]) -> Callable[[], None]:
+    def setup() -> None:
+        from freeflyer_control.resources import share_dir
+
+        Path("box.yaml").write_text(edit((share_dir() / "config" / "objects" / "planar_box.yaml").read_text()))
+    return setup
+
+
+def _urdf(edit: Callable[[str], str]) -> Callable[[], None]:
+    def setup() -> None:
+        from freeflyer_control.resources import share_dir
+
+        Path("robot.urdf").write_text(edit((share_dir() / "urdf" / "planar_4link.urdf").read_text()))
+    return setup
+
+
+def _resume_after_urdf_changed() -> None:
+    """lab/: a robot config and URDF of its own, a spec naming it, a campaign in out/ with one run;
+    then the URDF is edited."""
+    import shutil
+
+    from freeflyer_control.campaign.journal import Journal
+    from freeflyer_control.campaign.spec import load_spec
+    from freeflyer_control.resources import share_dir
+
+    lab = Path("lab")
+    lab.mkdir(exist_ok=True)
+    shutil.copy(share_dir() / "urdf" / "planar_4link.urdf", lab / "robot.urdf")
+    text = (share_dir() / "config" / "robots" / "planar_4link.yaml").read_text()
+    (lab / "robot.yaml").write_text(text.replace("urdf: ../../urdf/planar_4link.urdf", "urdf: robot.urdf"))
+    (lab / "spec.yaml").write_text("runs: 4\nrobot: robot.yaml\nmaneuver: wilde\nduration: 0.2\n")
+    journal = Journal(Path("resumed"), load_spec(lab / "spec.yaml"))
+    journal.record([{"run": 0, "status": "ok"}])
+    journal.close()
+    (lab / "robot.urdf").write_text((lab / "robot.urdf").read_text() + "<!-- edited -->\n")
+
+
+def _full_disk() -> None:
+    Path("full").mkdir(exist_ok=True)
+    link = Path("full") / "timeseries.csv"
+    if not link.is_symlink():
+        link.symlink_to("/dev/full")  # every write fails with ENOSPC
+
+
+def capture_target(disturb: Callable) -> Callable[[], Outcome]:
+    """dual_arm_planar approaching planar_box (capture_object) for 0.5 s, then ``disturb(loop)``
+    returns the controller's output; the message is the reason it gives for zero commands."""
+    def run() -> Outcome:
+        from test_object_odometry_guards import approaching
+
+        from freeflyer_control.model.objects import load_object
+
+        loop = approaching(robot("dual_arm_planar"), load_object("planar_box"))
+        out = disturb(loop)
+        zero = "commands zero" if not out.actuation.arm_torques.any() else "COMMANDS NOT ZERO"
+        ready = ", no capture" if not loop.ctl.capture_ready else ", CAPTURE READY"
+        return Outcome(f"status `{out.status}`, {zero}{ready}", out.reason)
+    return run
+
+
+def _object_at(speed: float):
+    def disturb(loop):
+        from test_object_odometry_guards import OBJECT_EVERY
+
+        from freeflyer_control.ros.conversions import BaseReading
+
+        good = loop.reading(loop.k / 200.0)
+        bad = BaseReading(good.position, good.orientation_xyzw, [speed, 0.0, 0.0], good.angular_velocity)
+        return loop.run(OBJECT_EVERY, object_reading=bad)[-1]
+    return disturb
+
+
+def _object_silent(seconds: float):
+    def disturb(loop):
+        return loop.run(int(round(seconds * 200.0)), send_object=False)[-1]
+    return disturb
+
+
+def _without_matplotlib(*argv: str) -> Callable[[], Outcome]:
+    def run() -> Outcome:
+        from freeflyer_control.sim import plots
+
+        saved = plots.matplotlib_missing
+        plots.matplotlib_missing = lambda: "No module named 'matplotlib'"
+        try:
+            return cli(*argv)()
+        finally:
+            plots.matplotlib_missing = saved
+    return run
+
+
 _J = list(robot("planar_4link").joint_names)
 _SHORT = ("--json", "--no-plots", "--out")  # quiet runs: no progress bar, no plots
 
@@ -173,6 +289,32 @@ CASES: tuple[Case, ...] = (
     Case("freeflyer check", "freeflyer check no_such_robot", cli("check", "no_such_robot")),
     Case("freeflyer check", "freeflyer check bad.yaml (base_limits: {max_force: -2, ...})",
          cli("check", "bad.yaml", setup=_bad_base_limits)),
+    Case("freeflyer check", "freeflyer check robot.urdf (a link's mass 1e300 kg)",
+         cli("check", "robot.urdf", "--base", "planar",
+             setup=_urdf(lambda t: re.sub(r'<mass value="[^"]+"', '<mass value="1e300"', t, count=1)))),
+    Case("freeflyer check", "freeflyer check robot.urdf (a joint's velocity=\"0\")",
+         cli("check", "robot.urdf", "--base", "planar",
+             setup=_urdf(lambda t: re.sub(r'velocity="[^"]+"', 'velocity="0"', t, count=1)))),
+    Case("freeflyer check", "freeflyer check robot.urdf (a joint origin at 1e300 m)",
+         cli("check", "robot.urdf", "--base", "planar",
+             setup=_urdf(lambda t: re.sub(r'(<joint name="joint1".*?<origin xyz=")[^"]+"',
+                                                        r'\g<1>1e300 0 0"', t, count=1, flags=re.DOTALL)))),
+    Case("freeflyer sim --object", "box.yaml: a grasp with rot: for rpy:",
+         cli("sim", "--robot", "dual_arm_planar", "--object", "box.yaml", "--maneuver", "object-transport",
+             setup=_object(lambda t: t.replace("    rpy: [0, 0, -0.7854]", "    rot: [0, 0, -0.7854]", 1)))),
+    Case("freeflyer sim --object", "box.yaml: mass: yes (a YAML boolean)",
+         cli("sim", "--robot", "dual_arm_planar", "--object", "box.yaml", "--maneuver", "object-transport",
+             setup=_object(lambda t: t.replace("mass: 1.0", "mass: yes", 1)))),
+    Case("freeflyer sim --object", "box.yaml: inertia 1e300 kg m^2 on each axis",
+         cli("sim", "--robot", "dual_arm_planar", "--object", "box.yaml", "--maneuver", "object-transport",
+             setup=_object(lambda t: t.replace("[[0.002708, 0, 0], [0, 0.001667, 0], [0, 0, 0.002708]]",
+                                               "[[1.0e+300, 0, 0], [0, 1.0e+300, 0], [0, 0, 1.0e+300]]", 1)))),
+    Case("freeflyer testbed", "freeflyer testbed tb.yaml (limits: {base_speed: 1.0e+300})",
+         cli("testbed", "tb.yaml", setup=_testbed(**{"limits.base_speed": 1.0e300}))),
+    Case("freeflyer testbed", "freeflyer testbed tb.yaml (limits: {base_speed: 1e-3}, YAML text)",
+         cli("testbed", "tb.yaml", setup=_testbed(**{"limits.base_speed": "1e-3"}))),
+    Case("freeflyer testbed", "freeflyer testbed tb.yaml (an encoder offset: 1e300)",
+         cli("testbed", "tb.yaml", setup=_testbed(**{"encoders.joints.joint1.offset": 1e300}))),
     # --- queries
     Case("freeflyer gjm", "freeflyer gjm --q '[0, 0.1'", cli("gjm", "--q", "[0, 0.1")),
     Case("freeflyer gjm", "freeflyer gjm --q '[NaN, 0, 0, 0]'", cli("gjm", "--q", "[NaN, 0, 0, 0]")),
@@ -206,6 +348,24 @@ CASES: tuple[Case, ...] = (
          accepted=True),
     Case("freeflyer sim", "freeflyer sim --fault capture_dropout:1:1 (without --via-testbed)",
          cli("sim", "--fault", "capture_dropout:1:1")),
+    Case("freeflyer sim", "freeflyer sim --via-testbed --fault encoder_nan:0:0.1:nojoint",
+         cli("sim", "--via-testbed", "--fault", "encoder_nan:0:0.1:nojoint")),
+    Case("freeflyer sim", "freeflyer sim --via-testbed tb.yaml --duration 0.3 (emulator.plant_rate: 1.0e+9)",
+         cli("sim", "--via-testbed", "tb.yaml", "--duration", "0.3", setup=_testbed(**{"emulator.plant_rate": 1e9}))),
+    Case("freeflyer sim", "freeflyer sim --campaign spec.yaml --run 1 --engine compiled --robot spatial_6link",
+         cli("sim", "--campaign", "spec.yaml", "--run", "1", "--engine", "compiled", "--robot", "spatial_6link",
+             setup=_spec(""))),
+    Case("freeflyer sim", "freeflyer sim --robot dual_arm_planar --object planar_box --maneuver object-transport "
+         "--controller impedance", cli("sim", "--robot", "dual_arm_planar", "--object", "planar_box", "--maneuver",
+                                       "object-transport", "--controller", "impedance")),
+    Case("freeflyer sim", "freeflyer sim --maneuver ee-contact --wall-mass 1e-300",
+         cli("sim", "--maneuver", "ee-contact", "--wall-mass", "1e-300")),
+    Case("freeflyer sim", "freeflyer sim --duration -inf", cli("sim", "--duration", "-inf")),
+    Case("freeflyer gjm", "freeflyer gjm --q ''", cli("gjm", "--q", "")),
+    Case("freeflyer osi", "freeflyer osi --frame universe", cli("osi", "--frame", "universe")),
+    Case("freeflyer sim", "freeflyer sim --robot <a 100 kB name>", cli("sim", "--robot", "x" * 100_000)),
+    Case("freeflyer workspace", "freeflyer workspace --map w.png (matplotlib not installed)",
+         _without_matplotlib("workspace", "--map", "w.png")),
     # --- simulation outputs
     Case("freeflyer sim", "freeflyer sim --out results.csv (a file)",
          cli("sim", "--out", "results.csv", setup=_write("results.csv", "t\n"))),
@@ -220,6 +380,29 @@ CASES: tuple[Case, ...] = (
          cli("replay", "earlier", setup=_write("earlier/summary.json", "{}\n"))),
     Case("freeflyer replay", "freeflyer replay run --out missing/replay.html (no such folder)",
          cli("replay", "run", "--out", "missing/replay.html", setup=_write("run/run.json", "{}\n"))),
+    Case("freeflyer sim", "freeflyer sim --out full (the disk is full)",
+         cli("sim", "--duration", "0.1", "--no-plots", "--out", "full", setup=_full_disk)),
+    # --- campaigns
+    Case("freeflyer campaign", "freeflyer campaign spec.yaml --out earlier_sim (a folder holding a freeflyer sim run)",
+         cli("campaign", "spec.yaml", "--out", "earlier_sim", setup=lambda: (_spec("")(),
+                                                                             _write("earlier_sim/summary.json", "{}\n")()))),
+    Case("freeflyer campaign", "lab/spec.yaml resumed in resumed/ after lab/robot.urdf was edited",
+         cli("campaign", "lab/spec.yaml", "--out", "resumed", setup=_resume_after_urdf_changed)),
+    Case("freeflyer campaign", "spec.yaml: dispersions: {joint_noise: 1.0e+300}",
+         cli("campaign", "spec.yaml", "--out", "c1", setup=_spec("dispersions: {joint_noise: 1.0e+300}\n"))),
+    Case("freeflyer campaign", "spec.yaml: dispersions: {initial_joint: 100.0}",
+         cli("campaign", "spec.yaml", "--out", "c1", setup=_spec("dispersions: {initial_joint: 100.0}\n"))),
+    Case("freeflyer campaign", "spec.yaml: ee: [1, 2]", cli("campaign", "spec.yaml", "--out", "c1",
+                                                           setup=_spec("ee: [1, 2]\n"))),
+    Case("freeflyer campaign", "spec.yaml: runs: given twice", cli("campaign", "spec.yaml", "--out", "c1",
+                                                                  setup=_spec("runs: 1000\n"))),
+    Case("freeflyer campaign", "spec.yaml: a PNG file", cli("campaign", "png.yaml", "--out", "c1",
+                                                           setup=lambda: Path("png.yaml").write_bytes(
+                                                               b"\x89PNG\r\n\x1a\n\x00\x00"))),
+    Case("freeflyer campaign", "freeflyer campaign spec.yaml --out c2 (c2/campaign.json holds [1,2])",
+         cli("campaign", "spec.yaml", "--out", "c2", setup=lambda: (_spec("")(), _write("c2/campaign.json", "[1,2]\n")()))),
+    Case("freeflyer campaign", "freeflyer campaign spec.yaml --scheduler tls://10.0.0.1:8786",
+         cli("campaign", "spec.yaml", "--out", "c1", "--scheduler", "tls://10.0.0.1:8786", setup=_spec(""))),
     Case("controller_node /joint_states", "a joint position NaN",
          controller_message(_joint_state(_J, [float("nan")] + [0.0] * (len(_J) - 1), [0.0] * len(_J)))),
     Case("controller_node /joint_states", "a joint missing",
@@ -232,6 +415,10 @@ CASES: tuple[Case, ...] = (
          controller_tick(_absurd_input("base_position", 1e308))),
     Case("controller_node clock", "the clock steps back 10 s and the inputs stop",
          controller_tick(_clock_back_inputs_stopped)),
+    Case("controller_node /object/odom", "the capture target moving at 1e300 m/s (capture_object)",
+         capture_target(_object_at(1e300))),
+    Case("controller_node /object/odom", "the capture target's odometry stops for 2.95 s (capture_object)",
+         capture_target(_object_silent(2.95))),
     Case("testbed_bridge clock", "the clock steps back 10 s", bridge_trip(_bridge_clock_back)),
     Case("testbed_bridge encoders", "a joint named twice", bridge_trip(_bridge_duplicate_encoder)),
     Case("plant_node", "rate 10 Hz with every arm joint at its effort limit (the plant diverges)",

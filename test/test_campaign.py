@@ -181,13 +181,14 @@ def test_a_run_that_raises_is_recorded_as_failed_with_its_error(monkeypatch):
 
 
 def test_a_run_whose_plant_diverges_is_recorded_as_failed_with_the_reason():
-    # A base spun at 1e50 rad/s is past the plant's velocity bound at its first step: the
+    # A base spinning at 9 rad/s is too fast for a 10 Hz control loop: the plant diverges and the
     # simulation stops there (exit 3 for freeflyer sim); the campaign records the run as failed.
-    spec = spec_of(dispersions={"initial_base_rate": {"choice": [0.0, 1e50]}})
+    spec = spec_of(rate=10, duration=1.0, runs=8, seed=19,
+                   dispersions={"initial_base_rate": {"choice": [0.0, 9.0], "p": [0.7, 0.3]}})
     rows = {i: fly(spec, i) for i in range(spec.runs)}
     failed = [r for r in rows.values() if r["status"] == "failed"]
     assert failed and len(failed) < spec.runs
-    assert all(r["initial_base_rate[z]"] == 1e50 and r["error"].startswith("PlantDiverged: plant diverged")
+    assert all(r["initial_base_rate[z]"] == 9.0 and r["error"].startswith("PlantDiverged: plant diverged")
                for r in failed)
     assert report.summarize(spec, rows)["runs_failed"] == len(failed)
 
@@ -223,7 +224,9 @@ def test_the_journal_keeps_the_first_row_of_a_run_and_skips_a_cut_line(tmp_path)
 
 
 def test_a_folder_holding_another_spec_is_refused(tmp_path):
-    Journal(tmp_path, spec_of()).close()
+    journal = Journal(tmp_path, spec_of())
+    journal.record([{"run": 0, "status": "ok"}])
+    journal.close()
     with pytest.raises(ValueError, match="holds a campaign of another spec"):
         Journal(tmp_path, spec_of(seed=8))
 
@@ -241,22 +244,23 @@ def refusal(tmp_path, capsys, spec, *extra) -> str:
 
 
 @pytest.mark.parametrize("spec, message", [
-    ({**BASE, "runz": 3}, "unknown key 'runz'; the keys are"),
-    ({**BASE, "dispersions": {"mass_eror": 0.1}}, "unknown dispersion 'mass_eror'; the kinds are mass_error"),
+    ({**BASE, "runz": 3}, "unknown key 'runz'; did you mean 'runs'?"),
+    ({**BASE, "dispersions": {"mass_eror": 0.1}}, "dispersions: unknown key 'mass_eror'; did you mean 'mass_error'?"),
     ({**BASE, "dispersions": {"mass_error": {"uniform": [-1.5, 1.5]}}},
-     "dispersions.mass_error a relative error must stay inside (-1, 1)"),
+     "dispersions.mass_error reaches -1.5 relative, outside a number in (-1, 1) relative (at -1 the quantity vanishes"),
     ({**BASE, "dispersions": {"joint_noise": {"normal": [0.0, 0.001]}}}, "dispersions.joint_noise cannot be negative"),
     ({**BASE, "dispersions": {"joint_noise": {"normal": [0.0, 0.001], "mn": 0}}}, "unknown key 'mn' in a normal"),
     ({**BASE, "dispersions": {"latency": 0.5}}, "not shorter than the run (0.2 s)"),
     ({**BASE, "dispersions": {"thruster_failure": {"choice": ["none", "t9"]}}}, "'t9' is not one of robot planar_4link"),
     ({**BASE, "dispersions": {"capture_latency": 0.01}}, "is a setting of the emulated testbed; add via_testbed"),
     ({**TESTBED, "dispersions": {"mass_error": 0.1}}, "acts on the pure simulation, not through via_testbed"),
-    ({**BASE, "dispersions": {"thruster_choice": {"choice": ["a"], "p": [0.5]}}}, "unknown dispersion"),
+    ({**BASE, "dispersions": {"thruster_choice": {"choice": ["a"], "p": [0.5]}}}, "dispersions: unknown key 'thruster_choice'"),
     ({**BASE, "dispersions": {"joint_noise": {"choice": [0.1, 0.2], "p": [0.5, 0.6]}}}, "summing to 1"),
     ({**BASE, "criteria": {"rms_error": {"max": 0.05}}},
-     "criteria.rms_error: no such metric; the metrics are max_abs_linear_momentum"),
-    ({**BASE, "criteria": {"rms_tracking_error": {"below": 0.05}}}, "takes {max: x}, {min: x} or both"),
-    ({**BASE, "runs": 0}, "runs must be a whole number in [1, 1000000]"),
+     "criteria: unknown key 'rms_error'; did you mean 'rms_tracking_error'?"),
+    ({**BASE, "criteria": {"rms_tracking_error": {"below": 0.05}}},
+     "criteria.rms_tracking_error: unknown key 'below'; did you mean 'max'? (known keys: max, min)"),
+    ({**BASE, "runs": 0}, "runs must be a whole number from 1 to 1000000"),
     ({**BASE, "rate": 1e9}, "rate"),
     ("robot: [", "not valid YAML at line"),
 ])
@@ -331,15 +335,13 @@ def test_latency_shows_the_newest_state_at_least_that_old():
     assert seen == pytest.approx([0.0, 0.0, 0.0, 0.004, 0.008], abs=1e-15)
 
 
-def test_a_dispersed_start_outside_the_joint_limits_is_a_failed_run_naming_the_joint():
+def test_a_dispersed_start_outside_the_joint_limits_is_refused_before_any_run_naming_the_joint():
     # planar_4link's arm joints are limited to +-2.5 rad: a 10 rad offset cannot be flown, and
-    # must not pass as a run with a perfect score.
-    spec = spec_of(dispersions={"initial_joint": {"choice": [0.0, 10.0], "p": [0.9, 0.1]}})
-    rows = {i: fly(spec, i) for i in range(spec.runs)}
-    failed = [r for r in rows.values() if r["status"] == "failed"]
-    assert failed and len(failed) < spec.runs
-    assert all("is outside its URDF limits [-2.5, 2.5] rad; narrow the initial-state dispersion" in r["error"]
-               for r in failed)
+    # the runs drawing it would all fail: the spec is refused before anything runs.
+    with pytest.raises(ValueError, match=r"dispersions\.initial_joint reaches 10 rad for joint1, outside a number in "
+                                         r"\[-2\.5, 2\.5\] rad \(joint1 starts at 0 rad and its URDF range is "
+                                         r"\[-2\.5, 2\.5\] rad"):
+        spec_of(dispersions={"initial_joint": {"choice": [0.0, 10.0], "p": [0.9, 0.1]}})
 
 
 def test_the_report_page_holds_the_pass_rate_its_interval_the_plots_and_links_to_the_worst_replays(tmp_path):

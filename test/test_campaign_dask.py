@@ -36,11 +36,11 @@ from freeflyer_control.cli.main import main  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
                                         "ignore:invalid value:RuntimeWarning")
 
-# Short runs; with this seed two runs of the eight spin their base at 1e50 rad/s and raise (the
-# actuators refuse the NaN torques): the campaign must record them and go on.
-RAW = {"robot": "planar_4link", "maneuver": "wilde", "duration": 0.2, "runs": 8, "seed": 19,
+# Short runs; with this seed two runs of the eight spin their base at 9 rad/s, too fast for a
+# 10 Hz control loop: their plants diverge, and the campaign must record them and go on.
+RAW = {"robot": "planar_4link", "maneuver": "wilde", "duration": 1.0, "rate": 10, "runs": 8, "seed": 19,
        "dispersions": {"mass_error": {"uniform": [-0.1, 0.1]}, "joint_noise": {"normal": [0, 0.001], "min": 0},
-                       "initial_base_rate": {"choice": [0.0, 1e50], "p": [0.85, 0.15]}},
+                       "initial_base_rate": {"choice": [0.0, 9.0], "p": [0.85, 0.15]}},
        "criteria": {"rms_tracking_error": {"max": 0.01}}}
 
 
@@ -67,7 +67,7 @@ def spec():
 @pytest.fixture(scope="module")
 def reference(spec, tmp_path_factory):
     csv = reference_csv(spec, tmp_path_factory.mktemp("campaign") / "reference")
-    assert b",failed," in csv and b",ok," in csv  # the raising run is part of every comparison
+    assert b",failed," in csv and b",ok," in csv  # the diverging run is part of every comparison
     return csv
 
 

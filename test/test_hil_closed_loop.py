@@ -140,7 +140,7 @@ def test_a_clock_step_mid_maneuver_shuts_everything_at_the_next_tick_and_a_reset
     run = run_hil(cfg, Wilde(), make_state(ff, joint_positions=ff.ready_pose), 6.0, mode="flying",
                   clock_steps=[(0.0, 100.0), (3.0, step)], events=[Event(3.1, "reset"), Event(4.0, "reset")],
                   on_tick=lambda t, out: sent.append((t, out)),
-                  on_control=lambda t, truth, out: control.append((t, out.status)))
+                  on_control=lambda t, truth, out, applied: control.append((t, out.status)))
     trip = run.trips[0]
     assert trip.kind == "clock_step" and trip.reason.startswith(words)
     assert [t.kind for t in run.trips] == ["clock_step"]

@@ -412,5 +412,5 @@ def test_filter_settings_come_from_the_config_with_defaults_tuned_on_the_example
     assert defaults.capture.acceleration_noise == 0.02
     assert defaults.encoders.position_noise == pytest.approx(2 * np.pi / 4096)  # a 12-bit count
     data["encoders"]["noise"] = {"positon": 0.001}
-    with pytest.raises(ConfigError, match=r"encoders\.noise must be .*position"):
+    with pytest.raises(ConfigError, match=r"encoders\.noise: unknown key 'positon'; did you mean 'position'"):
         parse_testbed_config(data, source=EXAMPLE, robot=load_robot("planar_4link"))

@@ -379,8 +379,8 @@ def test_config_unknown_top_level_key_is_refused_listing_the_known_keys():
     with pytest.raises(ConfigError) as err:
         parse_robot_config(data)
     msg = str(err.value)
-    assert "['thruster']" in msg  # the culprit
-    assert "'thrusters'" in msg and "'reaction_wheels'" in msg  # the keys it could have meant
+    assert "unknown key 'thruster'" in msg  # the culprit
+    assert "did you mean 'thrusters'?" in msg and "reaction_wheels" in msg  # the keys it could have meant
 
 
 def test_config_thruster_direction_not_unit_is_refused_giving_its_norm():

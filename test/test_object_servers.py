@@ -197,7 +197,7 @@ def run_capture_loop(server: PlantServer, controller: ControllerServer, seconds:
         controller.on_base_odometry(m.base, t)
         o = server.object_reading(t)
         controller.on_object_odometry(BaseReading(o.pose.translation, pin.Quaternion(o.pose.rotation).coeffs(),
-                                                  o.twist[:3], o.twist[3:]))
+                                                  o.twist[:3], o.twist[3:]), t)
         out = controller.tick(t)
         assert out.status == "ok", out.reason
         if capture_t is None and controller.capture_ready:

@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.physics.state import State, base_rotation
+from freeflyer_control.inputs.mappings import Range, exponent_advice
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.physics.state import State, base_position, base_rotation, joint_positions
 from freeflyer_control.sim.perturbation import Perturbation, SensorModel
 
 
@@ -103,23 +105,113 @@ def items(ff, per: str) -> list[str]:
     raise KeyError(per)
 
 
-def range_problem(kind: Kind, support: tuple, describe: str, ff) -> str | None:
-    """Why values in ``support`` are not physical for ``kind`` (None: they are)."""
+# Physical ranges of the dispersed values. Outside them a run is no experiment: a joint started
+# outside its range or a base faster than the controller's plausibility bound fails at once, and
+# a noise std of metres or a CoM moved off the robot gives "runs" that mean nothing.
+JOINT_NOISE = Range(0.0, 1.0, "rad", "an encoder whose noise std is a radian measures nothing")
+POSITION_NOISE = Range(0.0, 1.0, "m", "a motion capture whose noise std is a metre measures nothing")
+ATTITUDE_NOISE = Range(0.0, 1.0, "rad", "a motion capture whose attitude noise std is a radian measures nothing")
+LATENCY = Range(0.0, 1.0, "s", "a state read a second late is a broken sensor, not a latency")
+YAW = Range(-math.pi, math.pi, "rad", "a yaw beyond +-pi is the same attitude as one within")
+
+
+def robot_extent(ff) -> float:
+    """m: the largest distance of a joint origin or body CoM from the base at the neutral
+    configuration (at least 0.1 m): how far a model's CoM error can plausibly reach."""
+    data = ff.model.createData()
+    pin.forwardKinematics(ff.model, data, pin.neutral(ff.model))
+    base = data.oMi[1].translation
+    points = [data.oMi[j].act(ff.model.inertias[j].lever) for j in range(1, ff.model.njoints)]
+    points += [data.oMi[j].translation for j in range(1, ff.model.njoints)]
+    return max(0.1, max(float(np.linalg.norm(p - base)) for p in points))
+
+
+def physical_ranges(ff, start: State, limits=None) -> dict[str, Range | dict[str, Range]]:
+    """The physical range of each numeric kind on robot ``ff`` starting from ``start``; per
+    item (a dict item -> Range) where it differs between items. ``limits``: the testbed's
+    safety limits (``hil.config.Limits``) when flown through the emulated testbed."""
+    from freeflyer_control.hil.emulator_settings import setting_range
+    from freeflyer_control.model.plausible_motion import (
+        DEFAULT_MAX_BASE_DISTANCE,
+        DEFAULT_MAX_BASE_RATE,
+        DEFAULT_MAX_BASE_SPEED,
+    )
+
+    relative = Range(-1.0, 1.0, "relative", "at -1 the quantity vanishes, and beyond +-1 it changes sign",
+                     lo_open=True, hi_open=True)
+    extent = robot_extent(ff)
+    out: dict[str, Range | dict[str, Range]] = {
+        "mass_error": relative, "inertia_error": relative, "thruster_scale": relative,
+        "com_error": Range(-extent, extent, "m", f"a CoM moved further than the robot reaches ({extent:.3g} m) "
+                           "is no model error"),
+        "joint_noise": JOINT_NOISE, "base_position_noise": POSITION_NOISE, "base_attitude_noise": ATTITUDE_NOISE,
+        "latency": LATENCY,
+        "thruster_misalignment": Range(-math.pi / 2, math.pi / 2, "rad", "a misalignment beyond 90 degrees is "
+                                       "not one"),
+        "initial_base_yaw": YAW,
+    }
+    for kind in KINDS.values():
+        if kind.where == "testbed" and kind.check != "fault":
+            out[kind.name] = setting_range(kind.name)
+    angles = dict(zip(ff.joint_names, joint_positions(ff, start.q)))
+    model = ff.model
+    joints = {}
+    for name in ff.arm_joint_names:
+        joint = model.joints[model.getJointId(name)]
+        if joint.nq == 2:  # continuous
+            joints[name] = Range(-math.pi, math.pi, "rad", "a turn more is the same angle")
+            continue
+        lo, hi = float(model.lowerPositionLimit[joint.idx_q]), float(model.upperPositionLimit[joint.idx_q])
+        q0 = angles[name]
+        joints[name] = Range(lo - q0, hi - q0, "rad", f"{name} starts at {q0:.4g} rad and its URDF range is "
+                             f"[{lo:.4g}, {hi:.4g}] rad: the run could not start outside it")
+    out["initial_joint"] = joints
+    position = base_position(ff, start.q)
+    if limits is None:
+        reach = DEFAULT_MAX_BASE_DISTANCE / 2
+        out["initial_base_position"] = Range(-reach, reach, "m", "the controller refuses a base further than "
+                                             f"{DEFAULT_MAX_BASE_DISTANCE:g} m from the origin as implausible")
+        out["initial_base_velocity"] = Range(-DEFAULT_MAX_BASE_SPEED, DEFAULT_MAX_BASE_SPEED, "m/s",
+                                             "the controller refuses base odometry faster than "
+                                             f"{DEFAULT_MAX_BASE_SPEED:g} m/s as implausible")
+        out["initial_base_rate"] = Range(-DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_RATE, "rad/s",
+                                         "the controller refuses base odometry turning faster than "
+                                         f"{DEFAULT_MAX_BASE_RATE:g} rad/s as implausible")
+    else:
+        x0, x1, y0, y1 = limits.table
+        room = limits.base_radius + limits.margin
+        out["initial_base_position"] = {
+            axis: Range(lo + room - p, hi - room - p, "m", f"the base footprint must start inside the table's "
+                        f"geofence ([{lo:g}, {hi:g}] m in {axis} less {room:g} m of radius and margin)")
+            for axis, lo, hi, p in (("x", x0, x1, position[0]), ("y", y0, y1, position[1]))}
+        out["initial_base_velocity"] = Range(-limits.base_speed, limits.base_speed, "m/s",
+                                             "the testbed's limits.base_speed: the bridge would trip at once")
+        out["initial_base_rate"] = Range(-limits.base_rate, limits.base_rate, "rad/s",
+                                         "the testbed's limits.base_rate: the bridge would trip at once")
+    return out
+
+
+def range_problem(kind: Kind, support: tuple, describe: str, ff, ranges: dict | None = None) -> str | None:
+    """Why values in ``support`` (a distribution's reach) are not physical for ``kind`` (None:
+    they are); ``ranges``: :func:`physical_ranges` of the run (sign and type only without it)."""
     if kind.check in ("names", "fault"):
         return None if kind.check == "fault" else _names_problem(kind, support, ff)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in support):
-        return f"takes numbers ({kind.unit or 'dimensionless'}), got {describe}"
+        text = next((v for v in support if isinstance(v, str)), None)
+        return f"takes numbers ({kind.unit or 'dimensionless'}), got {describe}{exponent_advice(text)}"
     lo, hi = min(support), max(support)
-    if kind.check == "relative" and not (-1 < lo and hi < 1):
-        return (f"a relative error must stay inside (-1, 1) (at -1 the quantity vanishes), got {describe}; "
-                "narrow the range, e.g. {uniform: [-0.1, 0.1]}")
     if kind.check in ("nonnegative", "probability") and lo < 0:
         return f"cannot be negative, got {describe}; bound it at 0 (a normal: add min: 0.0)"
-    if kind.check == "probability" and hi > 1:
-        return f"is a probability, got {describe}; keep it in [0, 1]"
-    if kind.check == "angle" and max(abs(lo), abs(hi)) > math.pi / 2:
-        return f"a misalignment beyond 90 degrees is not one, got {describe}; keep it within [-1.5708, 1.5708] rad"
-    return None  # an unbounded normal still draws finite values
+    rng = (ranges or {}).get(kind.name)
+    if rng is None:
+        return None
+    for item, r in (rng.items() if isinstance(rng, dict) else [(None, rng)]):
+        for x in (lo, hi):
+            if not r.contains(x):
+                about = f" for {item}" if item is not None else ""
+                return (f"reaches {x:g} {r.unit}{about}, outside {r.describe()} ({r.why}), in {describe}; "
+                        "narrow the range")
+    return None
 
 
 def _names_problem(kind: Kind, support: tuple, ff) -> str | None:
@@ -128,7 +220,7 @@ def _names_problem(kind: Kind, support: tuple, ff) -> str | None:
         return f"robot {ff.name} has no {'thrusters' if kind.per == 'thruster_name' else 'wheels'}; drop it"
     for v in support:
         if v != "none" and v not in names:
-            return f"'{v}' is not one of robot {ff.name}'s: none, {', '.join(names)}"
+            return f"{shown(v)} is not one of robot {ff.name}'s: none, {', '.join(names)}"
     return None
 
 

@@ -9,42 +9,72 @@ elsewhere; the journal keeps the first row of each run, so nothing is counted tw
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import signal
+import socket
+import struct
 import sys
 import time
 from dataclasses import dataclass, field
 
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.sim.progress import human_duration
 
 from .journal import Journal
 from .spec import CampaignSpec, parse_spec
 
 CONNECT_TIMEOUT_S = 5.0
+DEFAULT_SCHEDULER_PORT = 8786
+# A worker process with the simulation imported and a spec parsed: about 230 MB resident
+# (measured on planar_4link and spatial_7dof); the cap on --workers counts 300 MB with margin.
+WORKER_MEMORY_BYTES = 300 * 2**20
+# A Dask handshake is a few hundred bytes; a length beyond this is another protocol's bytes.
+_MAX_HANDSHAKE_BYTES = 2**20
 _SPECS: dict[str, CampaignSpec] = {}  # per worker process: specs parsed once, by digest
 
 
-def prepare(raw: dict, digest: str) -> CampaignSpec:
-    """The worker's parsed spec (parsed and the simulation modules imported once per process)."""
+class FilesChanged(ValueError):
+    """A worker read files that differ from those the campaign was checked with."""
+
+
+def prepare(raw: dict, digest: str, files: dict[str, str] | None = None) -> CampaignSpec:
+    """The worker's parsed spec (parsed and the simulation modules imported once per process);
+    ``files``: the sha256 of the files the client read, which the worker's must equal."""
     spec = _SPECS.get(digest)
     if spec is None:
         from . import worker  # noqa: F401 - imports the simulation, once
 
-        spec = _SPECS[digest] = parse_spec(raw)
+        spec = parse_spec(raw)
+        if files is not None and spec.files != files:
+            changed = sorted(p for p in set(files) | set(spec.files) if files.get(p) != spec.files.get(p))
+            raise FilesChanged(f"{changed[0]} changed while the campaign ran (a worker read other contents than "
+                               "the campaign was checked with); its runs would mix robots: run the same command "
+                               "again once the files are settled")
+        _SPECS[digest] = spec
     return spec
 
 
-def _warm(raw: dict, digest: str) -> None:
-    prepare(raw, digest)
+def _warm(raw: dict, digest: str, files: dict[str, str] | None = None) -> None:
+    ignore_interrupts()
+    prepare(raw, digest, files)
 
 
-def fly_batch_raw(raw: dict, digest: str, runs: list[int]) -> list[dict]:
+def ignore_interrupts() -> None:
+    """In a worker process: Ctrl-C (SIGINT reaches the whole process group) is the client's to
+    handle; the client stops the workers, which would otherwise each print a traceback."""
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to do
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def fly_batch_raw(raw: dict, digest: str, runs: list[int], files: dict[str, str] | None = None) -> list[dict]:
     """The task a worker executes: rows of ``runs`` of the spec ``raw``, each with its wall and
     CPU seconds (``_wall_s``, ``_cpu_s``: the worker process's, which flies one run at a time)."""
     from .worker import fly
 
-    spec = prepare(raw, digest)
+    spec = prepare(raw, digest, files)
     rows = []
     for run in runs:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -70,6 +100,138 @@ class Outcome:
     lost: list[int] = field(default_factory=list)
 
 
+def scheduler_address(text: str) -> tuple[str, int]:
+    """(host, port) of a ``--scheduler`` address: ``tcp://HOST:PORT`` or ``tcp://HOST`` (port
+    8786), IPv6 hosts in brackets. Raises ValueError naming the address and the form."""
+    given = _given(text)
+    form = "give the address as tcp://HOST:PORT (the scheduler prints it at start, port 8786 by default)"
+    scheme, sep, rest = text.strip().partition("://")
+    if not sep:
+        raise ValueError(f"--scheduler {given}: {form}")
+    if scheme == "tls":
+        raise ValueError(f"--scheduler {given}: tls:// needs the cluster's certificates, which this command does "
+                         "not take; reach the scheduler over tcp:// (through an SSH tunnel for a remote cluster)")
+    if scheme != "tcp":
+        raise ValueError(f"--scheduler {given}: the {shown(scheme)} protocol is not supported; {form}")
+    if rest.startswith("["):
+        host, bracket, port_text = rest[1:].partition("]")
+        if not bracket or (port_text and not port_text.startswith(":")):
+            raise ValueError(f"--scheduler {given}: an IPv6 host is written [HOST]:PORT; {form}")
+        port_text = port_text[1:]
+    else:
+        host, _, port_text = rest.rpartition(":") if ":" in rest else (rest, "", "")
+        if ":" in host:
+            raise ValueError(f"--scheduler {given}: write an IPv6 host in brackets, [HOST]:PORT; {form}")
+    if not host or "/" in host or " " in host:
+        raise ValueError(f"--scheduler {given}: no host name in it; {form}")
+    if not port_text:
+        return host, DEFAULT_SCHEDULER_PORT
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"--scheduler {given}: the port must be a number from 1 to 65535; {form}")
+    return host, int(port_text)
+
+
+def _given(text: str) -> str:
+    """The address as typed, for a message (quoted and cut when long or unprintable)."""
+    return text if len(text) <= 80 and text.isprintable() else shown(text)
+
+
+def probe_scheduler(text: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Check that a Dask scheduler answers at ``text`` within ``timeout`` s, before Dask's own
+    client is let near it: Dask waits on a silent port, and reads the first bytes of another
+    service as the length of a message it then tries to allocate. A scheduler greets every
+    connection with its handshake (an 8-byte length, then that many bytes of message frames).
+
+    Raises:
+        ValueError: one line naming the address and what was found there.
+    """
+    host, port = scheduler_address(text)
+    fix = "start one with `dask scheduler` and give its tcp://HOST:8786 address"
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            head = _receive(sock, 8, deadline)
+            if head is None:
+                raise ValueError(f"--scheduler {_given(text)}: something accepts connections at {host}:{port} but "
+                                 f"says nothing within {timeout:g} s: not a Dask scheduler; {fix}")
+            length = struct.unpack("<Q", head)[0]
+            body = _receive(sock, 16, deadline) if 16 <= length <= _MAX_HANDSHAKE_BYTES else None
+            frames = struct.unpack("<Q", body[:8])[0] if body is not None else 0
+            if body is None or not 1 <= frames <= 64:
+                greeting = head + (body or b"") + _more(sock, 48, min(deadline, time.monotonic() + 0.2))
+                raise ValueError(f"--scheduler {_given(text)}: the service at {host}:{port} is not a Dask scheduler "
+                                 f"(it greets with {shown(greeting.decode('utf-8', 'replace'))}); {fix}")
+    except OSError as exc:
+        reason = "nothing answers" if isinstance(exc, (ConnectionRefusedError, TimeoutError, socket.timeout)) \
+            else f"cannot reach {host}:{port} ({' '.join((exc.strerror or str(exc)).split())})"
+        raise ValueError(f"--scheduler {_given(text)}: {reason} within {timeout:g} s; {fix}") from None
+
+
+def _receive(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+    """``n`` bytes from ``sock`` before ``deadline`` (monotonic s), or None if they do not come."""
+    data = b""
+    while len(data) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(n - len(data))
+        except (TimeoutError, socket.timeout):
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _more(sock: socket.socket, n: int, deadline: float) -> bytes:
+    """Up to ``n`` bytes more that arrive before ``deadline`` (for the message)."""
+    data = b""
+    while len(data) < n and time.monotonic() < deadline:
+        sock.settimeout(max(1e-3, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(n - len(data))
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new processes (Linux MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def worker_cap(requested: int, pending: int, memory: int | None = None) -> tuple[int, str | None]:
+    """How many local workers to start for ``requested`` (at most one per run left to fly, and
+    as many as the available memory holds at WORKER_MEMORY_BYTES each), and why fewer, or None."""
+    memory = available_memory() if memory is None else memory
+    by_memory = max(1, memory // WORKER_MEMORY_BYTES) if memory is not None else requested
+    n = max(1, min(requested, pending, by_memory))
+    if n == requested:
+        return n, None
+    why = []
+    if pending == n:
+        why.append(f"{pending} runs left to fly")
+    if by_memory == n and memory is not None:
+        why.append(f"{memory / 2**30:.1f} GB of memory available at about {WORKER_MEMORY_BYTES / 2**20:.0f} MB "
+                   "per worker")
+    return n, "; ".join(why)
+
+
 def connect(scheduler: str | None, workers: int):
     """(client, cluster or None). Raises ValueError with one line when it cannot."""
     try:
@@ -78,18 +240,39 @@ def connect(scheduler: str | None, workers: int):
         raise ValueError("campaigns run on Dask distributed, which is not installed: "
                          "pip install 'freeflyer_control[campaign]'") from None
     for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker",
-                 "distributed.core", "distributed.comm"):
+                 "distributed.core", "distributed.comm", "distributed.http.proxy", "bokeh", "tornado"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     if scheduler:
+        probe_scheduler(scheduler)
         try:
             return Client(scheduler, timeout=CONNECT_TIMEOUT_S), None
         except (OSError, TimeoutError, ValueError) as exc:
             reason = "nothing answers" if isinstance(exc, (OSError, TimeoutError)) else " ".join(str(exc).split())
-            raise ValueError(f"--scheduler {scheduler}: {reason} within {CONNECT_TIMEOUT_S:g} s; start one with "
-                             "`dask scheduler` and give its tcp://HOST:8786 address") from None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.CRITICAL)
+            raise ValueError(f"--scheduler {_given(scheduler)}: {reason} within {CONNECT_TIMEOUT_S:g} s; start one "
+                             "with `dask scheduler` and give its tcp://HOST:8786 address") from None
+    # The workers start with SIGINT ignored (a child inherits it): Ctrl-C reaches every process
+    # of the terminal's group, and is the client's to handle. The scheduler serves HTTP even
+    # without its dashboard, on port 8787 unless told otherwise: a second campaign would then
+    # report the port in use. Any free port, on the loopback, and no dashboard.
+    with _sigint_ignored():
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                               silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored meanwhile (in the main thread; elsewhere nothing changes)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def split(spec: CampaignSpec, pending: list[int], workers: int) -> list[list[int]]:
@@ -117,24 +300,29 @@ def run_campaign(spec: CampaignSpec, journal: Journal, *, scheduler: str | None 
     if not pending:
         return outcome
     t_start = time.perf_counter()
-    client, cluster = connect(scheduler, workers or os.cpu_count() or 1)
+    n_local, capped = worker_cap(workers or os.cpu_count() or 1, len(pending))
+    if capped and workers and not scheduler:
+        print(f"--workers {workers}: starting {n_local} ({capped})", file=sys.stderr)
+    client, cluster = connect(scheduler, n_local)
     try:
         digest = spec.digest()
         # Every worker parses the spec (loads the robot) before the clock of the runs starts;
         # a worker that joins later does it in its first task.
-        client.run(_warm, spec.raw, digest)
+        client.run(_warm, spec.raw, digest, spec.files)
         outcome.startup_s = time.perf_counter() - t_start
         n_workers = len(client.scheduler_info().get("workers", {})) or (workers or 1)
         outcome.workers = n_workers
         batches = split(spec, pending, n_workers)  # submitted in order: Dask runs them first in, first out
         outcome.tasks = len(batches)
         t0 = time.perf_counter()
-        futures = [client.submit(fly_batch_raw, spec.raw, digest, b, pure=False) for b in batches]
+        futures = [client.submit(fly_batch_raw, spec.raw, digest, b, spec.files, pure=False) for b in batches]
         runs_of = dict(zip(futures, batches))
         failed = sum(1 for r in journal.rows.values() if r.get("status") == "failed")
         for future in as_completed(futures):
             try:
                 rows = future.result()
+            except FilesChanged:
+                raise
             except Exception:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths
                 outcome.lost += runs_of[future]
                 continue

@@ -11,24 +11,28 @@ on the worker that flies it, on the other runs, or on the order of the kinds in 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from .dispersions import KINDS, LATENCIES, items, range_problem
+from freeflyer_control.errors import ConfigError
+from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_number, value_text, value_whole
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.inputs.yaml_files import load_yaml_file
+
+from .dispersions import KINDS, LATENCIES, items, physical_ranges, range_problem
 from .distributions import Distribution, parse_distribution
 
 # The summary figures a run is judged by (numbers; timing and echoed settings left out so that
 # rows are identical whatever machine flies them). test_campaign checks this against a real run.
 METRICS = ("max_abs_linear_momentum", "max_abs_angular_momentum", "com_drift_m", "base_attitude_change_rad",
            "base_position_change_m", "rms_tracking_error", "max_tracking_error", "final_tracking_error",
-           "max_abs_arm_torque_nm", "min_sigma")
+           "max_abs_arm_torque_nm", "min_sigma", "max_abs_arm_torque_commanded_nm", "saturated_fraction")
 TESTBED_METRICS = ("estimation_error_base_position_m", "estimation_error_joints_rad", "testbed_safe_ticks",
                    "testbed_trip_count")
 
@@ -46,7 +50,15 @@ def stream_key(name: str) -> int:
 
 @dataclass
 class CampaignSpec:
-    """A checked spec. ``raw``: the YAML mapping as given (its hash identifies the campaign)."""
+    """A checked spec.
+
+    Attributes:
+        raw: the YAML mapping with its file paths made absolute (relative ones are relative to
+            the spec's folder): what the workers fly.
+        given: the YAML mapping as written (its hash identifies the spec, :meth:`digest`).
+        files: every file the campaign reads (robot config, URDF, testbed config) -> its
+            sha256: with the spec, the campaign's identity (a resume with one changed is refused).
+    """
 
     raw: dict
     runs: int
@@ -57,6 +69,8 @@ class CampaignSpec:
     batch: int | None = None
     source: str = ""
     robot: object = field(default=None, repr=False)
+    given: dict = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def via_testbed(self) -> str | None:
@@ -67,8 +81,8 @@ class CampaignSpec:
         return METRICS + (TESTBED_METRICS if self.via_testbed else ())
 
     def digest(self) -> str:
-        """sha256 of the spec's content (key order and YAML layout do not matter)."""
-        text = json.dumps(self.raw, sort_keys=True, separators=(",", ":"), default=str)
+        """sha256 of the spec's content as written (key order and YAML layout do not matter)."""
+        text = json.dumps(self.given or self.raw, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def columns(self) -> list[str]:
@@ -114,61 +128,97 @@ def load_spec(path: str | Path) -> CampaignSpec:
     """Read and check the spec at ``path``.
 
     Raises:
-        ValueError: one line naming the key, what is wrong and the fix.
+        ValueError: one line naming the file, the key, what is wrong and the fix.
     """
     path = Path(path)
+    raw = load_yaml_file(path, "campaign spec")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read campaign spec {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"{path}: not valid YAML{where}; check the indentation and colons") from None
-    try:
-        return parse_spec(raw, str(path))
+        return parse_spec(raw, str(path), folder=path.parent)
     except ValueError as exc:  # name the file the user gave, whatever layer refused
         message = str(exc).removeprefix("campaign spec: ")
         raise ValueError(message if message.startswith(f"{path}: ") else f"{path}: {message}") from None
 
 
-def parse_spec(raw, source: str = "spec") -> CampaignSpec:
-    """Check a spec mapping (see :func:`load_spec`)."""
+def parse_spec(raw, source: str = "spec", folder: Path | None = None) -> CampaignSpec:
+    """Check a spec mapping (see :func:`load_spec`); relative file paths in it are relative to
+    ``folder`` (the spec's; None: the working folder)."""
     if not isinstance(raw, Mapping):
         raise ValueError(f"{source}: a campaign spec is a mapping of keys (robot, runs, seed, dispersions, "
                          "criteria, ...); see docs/campaigns.md")
-    raw = dict(raw)
-    known = RUN_KEYS | CAMPAIGN_KEYS
-    for key in raw:
-        if key not in known:
-            raise ValueError(f"{source}: unknown key '{key}'; the keys are {', '.join(sorted(known))}")
-    runs = _whole(raw.get("runs"), "runs", 1, MAX_RUNS, required=True)
-    seed = _whole(raw.get("seed", 0), "seed", 0, 2**63 - 1)
-    worst = _whole(raw.get("worst", 3), "worst", 0, 100)
-    batch = _whole(raw["batch"], "batch", 1, MAX_RUNS) if raw.get("batch") is not None else None
+    given = dict(raw)
+    try:
+        refuse_unknown(given, sorted(RUN_KEYS | CAMPAIGN_KEYS), "campaign spec")
+        raw = _absolute_paths(given, folder)
+        runs = value_whole(raw.get("runs"), "campaign spec: runs", 1, MAX_RUNS) if "runs" in raw else _missing("runs")
+        seed = value_whole(raw.get("seed", 0), "campaign spec: seed", 0, 2**63 - 1)
+        worst = value_whole(raw.get("worst", 3), "campaign spec: worst", 0, 100)
+        batch = value_whole(raw["batch"], "campaign spec: batch", 1, MAX_RUNS) if raw.get("batch") is not None \
+            else None
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     config = base_config(raw)  # checks the run keys as freeflyer sim does
-    ff = _robot(raw, config)
+    ff, testbed = _robot(raw, config)
     _law_flies(config, ff)
     duration = _duration(config, ff)
     if raw.get("via_testbed"):
-        _faults(raw.get("faults") or [], "faults")
-    dispersions = _dispersions(raw.get("dispersions") or {}, raw, ff, duration)
+        _faults(raw.get("faults") or [], "faults", ff)
+        _testbed_size(testbed, duration)
+    ranges = physical_ranges(ff, _start(ff, config, raw), testbed.limits if testbed is not None else None)
+    dispersions = _dispersions(raw.get("dispersions") or {}, raw, ff, duration, ranges)
     metrics = METRICS + (TESTBED_METRICS if raw.get("via_testbed") else ())
     criteria = _criteria(raw.get("criteria") or {}, metrics)
-    return CampaignSpec(raw, runs, seed, dispersions, criteria, worst, batch, source, ff)
+    return CampaignSpec(raw, runs, seed, dispersions, criteria, worst, batch, source, ff, given,
+                        input_files(raw, testbed))
 
 
-def _whole(value, key: str, lo: int, hi: int, required: bool = False) -> int:
-    if value is None and required:
-        raise ValueError(f"campaign spec: '{key}' is missing; give a whole number, e.g. {key}: 100")
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"campaign spec: {key} must be a whole number in [{lo}, {hi}], got {value!r}")
-    return value
+def _missing(key: str):
+    raise ValueError(f"campaign spec: '{key}' is missing; give a whole number, e.g. {key}: 100")
+
+
+def _absolute_paths(raw: dict, folder: Path | None) -> dict:
+    """``raw`` with its robot and via_testbed file paths made absolute against ``folder``
+    (as ROS launch files and most tools do: a spec names its files relative to itself)."""
+    out = dict(raw)
+    base = Path(folder) if folder is not None else Path.cwd()
+    robot = out.get("robot")
+    if isinstance(robot, str) and robot.endswith((".yaml", ".yml", ".urdf", ".xml")) and not Path(robot).is_absolute():
+        out["robot"] = str((base / robot).absolute())
+    testbed = out.get("via_testbed")
+    if isinstance(testbed, str) and testbed and not Path(testbed).is_absolute() and (base / testbed).is_file():
+        out["via_testbed"] = str((base / testbed).absolute())
+    return out
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes (remembered while the file's stamp stays the same)."""
+    from freeflyer_control.model.robots import file_stamp
+
+    return _digest(str(path), file_stamp(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, stamp: tuple | None) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def input_files(raw: Mapping, testbed=None) -> dict[str, str]:
+    """Every file a run of the spec ``raw`` reads -> its sha256: the robot config and its URDF
+    (a bundled robot's too: a new release may change them), and the testbed config."""
+    from freeflyer_control.model.robots import DEFAULT_ROBOT, robot_sources
+
+    paths = []
+    if testbed is not None:
+        paths.append(testbed.source)
+        paths += robot_sources(testbed.robot_source)
+    else:
+        paths += robot_sources(str(raw.get("robot", DEFAULT_ROBOT)))
+    return {str(Path(p).resolve()): file_digest(Path(p).resolve()) for p in paths if p is not None}
 
 
 def base_config(raw: Mapping):
     """The SimConfig of the spec's run keys (no dispersion), checked as ``freeflyer sim`` checks them."""
     from freeflyer_control.sim.config import SimConfig, parse_mode_schedule
+    from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ
 
     if raw.get("faults") and not raw.get("via_testbed"):
         raise ValueError("campaign spec: faults need via_testbed (the emulated testbed injects them); "
@@ -179,22 +229,26 @@ def base_config(raw: Mapping):
     elif schedule:
         raise ValueError("campaign spec: mode_schedule is a string like \"0:floating,20:flying\"")
     kwargs = {}
-    for key, attr in (("robot", "robot"), ("base", "base"), ("mode", "mode"),
-                      ("maneuver", "maneuver"), ("base_actuation", "base_actuation")):
-        if key in raw:
-            if not isinstance(raw[key], str):
-                raise ValueError(f"campaign spec: {key} must be a name, got {raw[key]!r}")
-            kwargs[attr] = raw[key]
-    for key, attr in (("duration", "duration"), ("rate", "rate"), ("log_rate", "log_rate")):
-        if key in raw:
-            value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"campaign spec: {key} must be a number, got {value!r}")
-            kwargs[attr] = float(value)
-    if "substeps" in raw:
-        kwargs["plant_substeps"] = _whole(raw["substeps"], "substeps", 1, 1000)
-    if raw.get("ee") is not None:
-        kwargs["ee"] = [raw["ee"]] if isinstance(raw["ee"], str) else list(raw["ee"])
+    try:
+        for key, attr in (("robot", "robot"), ("base", "base"), ("mode", "mode"),
+                          ("maneuver", "maneuver"), ("base_actuation", "base_actuation")):
+            if key in raw:
+                kwargs[attr] = value_text(raw[key], f"campaign spec: {key}", 4096)
+        for key, attr, lo in (("duration", "duration", 0.0), ("rate", "rate", MIN_RATE_HZ),
+                              ("log_rate", "log_rate", 1e-3)):
+            if key in raw:
+                kwargs[attr] = value_number(raw[key], f"campaign spec: {key}", lo=lo, hi=None if key == "duration"
+                                            else MAX_RATE_HZ, lo_open=key == "duration",
+                                            unit="s" if key == "duration" else "Hz")
+        if "substeps" in raw:
+            kwargs["plant_substeps"] = value_whole(raw["substeps"], "campaign spec: substeps", 1, MAX_SUBSTEPS)
+        if raw.get("ee") is not None:
+            ee = [raw["ee"]] if isinstance(raw["ee"], str) else raw["ee"]
+            if not isinstance(ee, list):
+                raise ConfigError(f"campaign spec: ee must be a frame name or a list of them, got {shown(ee)}")
+            kwargs["ee"] = [value_text(e, f"campaign spec: ee[{i}]", what="a frame name") for i, e in enumerate(ee)]
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     kwargs["controller"] = _law(raw)
     config = SimConfig(mode_schedule=list(schedule), **kwargs)
     _choices(config)
@@ -206,8 +260,8 @@ def base_config(raw: Mapping):
 def _engine(raw: Mapping, config) -> None:
     """Refuse an ``engine`` the runs cannot take (``freeflyer sim --engine``'s choices)."""
     engine = raw.get("engine", "auto")
-    if engine not in ENGINES:
-        raise ValueError(f"campaign spec: engine must be one of {list(ENGINES)}, got {engine!r}")
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"campaign spec: engine must be one of {list(ENGINES)}, got {shown(engine)}")
     if engine != "compiled":
         return
     if raw.get("via_testbed"):
@@ -270,22 +324,30 @@ def _choices(config) -> None:
                                 ("maneuver", config.maneuver, MANEUVERS),
                                 ("base_actuation", config.base_actuation, BASE_ACTUATION)):
         if value not in allowed:
-            raise ValueError(f"campaign spec: {key} '{value}' is not one of {', '.join(allowed)}")
+            raise ValueError(f"campaign spec: {key} {shown(value)} is not one of {', '.join(allowed)}")
 
 
 def _robot(raw: Mapping, config):
-    from freeflyer_control.model import load_robot
+    """(the robot flown, the testbed config or None), shared read-only models (a worker's runs
+    copy what they change)."""
+    from freeflyer_control.model.robots import shared_robot
 
+    tb = None
     if raw.get("via_testbed"):
-        from freeflyer_control.hil.config import load_testbed_config
+        from freeflyer_control.hil.config import shared_testbed
 
-        tb = load_testbed_config(str(raw["via_testbed"]))
+        try:
+            name = value_text(raw["via_testbed"], "campaign spec: via_testbed", 4096,
+                              "a testbed config (.yaml or a bundled name)")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        tb = shared_testbed(name)
         if "robot" in raw and raw["robot"] != tb.robot.name:
-            raise ValueError(f"campaign spec: testbed '{raw['via_testbed']}' carries robot '{tb.robot.name}', "
-                             f"not '{raw['robot']}'; drop robot or give a testbed config for it")
+            raise ValueError(f"campaign spec: testbed {shown(raw['via_testbed'])} carries robot '{tb.robot.name}', "
+                             f"not {shown(raw['robot'])}; drop robot or give a testbed config for it")
         ff = tb.robot
     else:
-        ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
+        ff = shared_robot(config.robot, base=config.base, end_effectors=config.ee)
     if raw.get("q0") is not None:
         from freeflyer_control.inputs.values import UsageError
         from freeflyer_control.model.joint_positions import joint_limit_problem, parse_joint_positions
@@ -295,7 +357,31 @@ def _robot(raw: Mapping, config):
         problem = joint_limit_problem(ff, q, "q0")
         if problem:
             raise UsageError(f"{problem}; give angles inside the limits")
-    return ff
+    return ff, tb
+
+
+def _start(ff, config, raw: Mapping):
+    """The state every run starts from before its dispersions (the maneuver's, q0's)."""
+    from freeflyer_control.control.maneuvers import make_maneuver
+    from freeflyer_control.model.joint_positions import parse_joint_positions
+    from freeflyer_control.sim.config import initial_state
+
+    if raw.get("q0") is not None:
+        q0 = raw["q0"]
+        config.initial_joint_positions = parse_joint_positions(ff, q0 if isinstance(q0, str) else json.dumps(q0),
+                                                               "q0")
+    state = initial_state(ff, config, make_maneuver(config.maneuver))
+    config.initial_joint_positions = None
+    return state
+
+
+def _testbed_size(testbed, duration: float) -> None:
+    """The emulated testbed's run size, bounded as ``freeflyer sim``'s is."""
+    from freeflyer_control.hil.sim import testbed_size_problem
+
+    problem = testbed_size_problem(testbed, duration, names={"duration": "duration"})
+    if problem:
+        raise ValueError(f"campaign spec: {problem}")
 
 
 def _duration(config, ff) -> float:
@@ -309,30 +395,36 @@ def _duration(config, ff) -> float:
     return float(maneuver.duration)
 
 
-def _faults(texts, where: str) -> None:
-    from freeflyer_control.hil.emulator import parse_fault
+def _faults(texts, where: str, ff) -> None:
+    from freeflyer_control.hil.emulator import fault_problem, parse_fault
 
     if not isinstance(texts, list):
         raise ValueError(f"campaign spec: {where} is a list of KIND:START:DURATION strings")
     for text in texts:
         if text == "none" and where != "faults":
             continue
+        if not isinstance(text, str):
+            raise ValueError(f"campaign spec: {where}: {shown(text)} is not a KIND:START:DURATION text")
         try:
-            parse_fault(str(text))
+            problem = fault_problem(parse_fault(text), ff)
         except ValueError as exc:
-            raise ValueError(f"campaign spec: {where}: {exc}") from None
+            problem = str(exc)
+        if problem:
+            raise ValueError(f"campaign spec: {where}: {problem}")
 
 
-def _dispersions(given, raw: Mapping, ff, duration: float) -> dict[str, Distribution]:
+def _dispersions(given, raw: Mapping, ff, duration: float, ranges: dict) -> dict[str, Distribution]:
     if not isinstance(given, Mapping):
         raise ValueError("campaign spec: dispersions is a mapping kind -> distribution")
+    try:
+        refuse_unknown(given, list(KINDS), "campaign spec: dispersions")
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     testbed = bool(raw.get("via_testbed"))
     out = {}
     for name, value in given.items():
         where = f"dispersions.{name}"
-        kind = KINDS.get(name)
-        if kind is None:
-            raise ValueError(f"campaign spec: unknown dispersion '{name}'; the kinds are {', '.join(KINDS)}")
+        kind = KINDS[name]
         if kind.where == "sim" and testbed:
             raise ValueError(f"campaign spec: {where} acts on the pure simulation, not through via_testbed "
                              f"(the testbed flies the robot's own model and sensors); drop via_testbed or use "
@@ -342,12 +434,12 @@ def _dispersions(given, raw: Mapping, ff, duration: float) -> dict[str, Distribu
                              "planar_4link or use joint_noise / base_position_noise / latency")
         dist = parse_distribution(value, where)
         if kind.check == "fault":
-            _faults(list(dist.support()), where)
-        problem = range_problem(kind, dist.support(), dist.describe(), ff)
+            _faults(list(dist.support()), where, ff)
+        problem = range_problem(kind, dist.reach(), dist.describe(), ff, ranges)
         if problem:
             raise ValueError(f"campaign spec: {where} {problem}")
-        if name in LATENCIES and max(dist.support()) >= duration:
-            raise ValueError(f"campaign spec: {where} reaches {max(dist.support()):g} s, not shorter than the run "
+        if name in LATENCIES and max(dist.reach()) >= duration:
+            raise ValueError(f"campaign spec: {where} reaches {max(dist.reach()):g} s, not shorter than the run "
                              f"({duration:g} s); give latencies well below the duration")
         if name.startswith("thruster_") and (raw.get("base_actuation") == "ideal" or not ff.thrusters):
             raise ValueError(f"campaign spec: {where} needs thrusters pushing the base; set base_actuation: "
@@ -360,14 +452,18 @@ def _criteria(given, metrics: tuple[str, ...]) -> dict[str, dict[str, float]]:
     if not isinstance(given, Mapping):
         raise ValueError("campaign spec: criteria is a mapping metric -> {max: x} and/or {min: x}")
     out = {}
+    try:
+        refuse_unknown(given, metrics, "campaign spec: criteria")
+        for name, limits in given.items():
+            where = f"campaign spec: criteria.{name}"
+            limits = mapping(limits, where, ("min", "max"))
+            if not limits:
+                raise ConfigError(f"{where} takes {{max: x}}, {{min: x}} or both")
+            for key, value in limits.items():
+                value_number(value, f"{where}.{key}")
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     for name, limits in given.items():
-        if name not in metrics:
-            raise ValueError(f"campaign spec: criteria.{name}: no such metric; the metrics are {', '.join(metrics)}")
-        if not isinstance(limits, Mapping) or not limits or set(limits) - {"min", "max"}:
-            raise ValueError(f"campaign spec: criteria.{name} takes {{max: x}}, {{min: x}} or both, got {limits!r}")
-        for key, value in limits.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"campaign spec: criteria.{name}.{key} must be a finite number, got {value!r}")
         if "min" in limits and "max" in limits and limits["min"] > limits["max"]:
             raise ValueError(f"campaign spec: criteria.{name}: min {limits['min']} > max {limits['max']}; swap them")
         out[name] = {k: float(v) for k, v in limits.items()}

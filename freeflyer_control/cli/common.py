@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import functools
-from pathlib import Path
 
 from freeflyer_control.inputs.values import UsageError
 from freeflyer_control.cli.options import warn
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel, load_robot
+from freeflyer_control.model.robots import shared_robot
 from freeflyer_control.model.joint_positions import joint_limit_problem, parse_joint_positions
 
 
@@ -33,36 +32,16 @@ def robot_from_args(args: argparse.Namespace) -> FreeFlyerModel:
 
 def validation_robot(args: argparse.Namespace) -> FreeFlyerModel:
     """The robot of ``args`` for checking options against (read-only: callers must not change
-    it). Loads are cached by source and file time, so validating many argument sets (the CLI
-    fuzz test) does not re-read the same URDF each time; a run loads its own copy."""
-    ee = tuple(args.ee) if args.ee is not None else None
-    return _cached_robot(args.robot, args.base, ee, _file_stamp(args.robot))
+    it; :func:`~freeflyer_control.model.robots.shared_robot`, so validating many argument sets,
+    the CLI fuzz test's, does not re-read the same URDF each time); a run loads its own copy."""
+    return shared_robot(args.robot, base=args.base, end_effectors=args.ee)
 
 
 def validation_testbed(source: str):
     """The testbed config ``source`` (read-only), cached like :func:`validation_robot`."""
-    return _cached_testbed(source, _file_stamp(source))
+    from freeflyer_control.hil.config import shared_testbed
 
-
-def _file_stamp(source: str) -> int | None:
-    """Modification time of ``source`` if it names a file (a changed file is read again)."""
-    path = Path(source)
-    try:
-        return path.stat().st_mtime_ns if path.is_file() else None
-    except (OSError, ValueError):
-        return None
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_robot(robot: str, base: str | None, ee: tuple[str, ...] | None, stamp: int | None):
-    return load_robot(robot, base=base, end_effectors=ee)
-
-
-@functools.lru_cache(maxsize=8)
-def _cached_testbed(source: str, stamp: int | None):
-    from freeflyer_control.hil.config import load_testbed_config
-
-    return load_testbed_config(source)
+    return shared_testbed(source)
 
 
 def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
@@ -70,6 +49,7 @@ def frame_from_args(ff: FreeFlyerModel, frame: str | None) -> str:
     frame = frame or (ff.end_effectors[0] if ff.end_effectors else None)
     if frame is None:
         raise ValueError("the robot names no end-effector; give --frame (or --ee)")
+    ff.robot_frame(frame)
     return frame
 
 

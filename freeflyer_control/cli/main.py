@@ -17,7 +17,7 @@ from typing import Sequence
 from freeflyer_control import __version__
 from freeflyer_control.cli import campaign, check, controllers, gjm, osi, plan, replay, sim, testbed, workspace
 from freeflyer_control.inputs.values import Number, Whole
-from freeflyer_control.cli.options import OneLineParser
+from freeflyer_control.cli.options import EXIT_WRITE_FAILED, OneLineParser, write_failure
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, replay, workspace, plan, testbed, osi, campaign, controllers)
@@ -41,8 +41,14 @@ def _prog(args: argparse.Namespace) -> str:
     return f"freeflyer {args.command}" + (f" {sub}" if sub else "")
 
 
+# A refusal quotes what the user gave, cut short at its source; this bounds the line whatever
+# the source (a 100 kB name must not give a 100 kB line).
+MAX_LINE = 1000
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    line = " ".join(str(exc).split())
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 24] + " ... (message cut short)"
 
 
 def parse(argv: Sequence[str] | None = None,
@@ -61,6 +67,9 @@ def parse(argv: Sequence[str] | None = None,
             leaf.error(f"argument {'/'.join(action.option_strings)}: give {action.type.describe()}")
         if type(action) is argparse._StoreAction and action.nargs is None and isinstance(value, list):
             leaf.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        if action.option_strings and isinstance(value, str) and not value.strip() and value != action.default:
+            # "--q ''" (an unset shell variable) would silently mean the default
+            leaf.error(f"argument {'/'.join(action.option_strings)}: empty; give a value, or leave the option out")
     validate = getattr(args, "validate", None)
     if validate is not None:
         try:
@@ -121,6 +130,12 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and no traceback
         print(f"freeflyer {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, a folder gone read-only: one line, not a traceback
+        failure = write_failure(exc)
+        if failure is None:
+            raise
+        print(f"{_prog(args)}: error: {failure}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
 if __name__ == "__main__":

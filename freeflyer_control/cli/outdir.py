@@ -1,4 +1,5 @@
-"""The output folder of ``freeflyer sim --out``: checked and made ready before any simulating.
+"""The output folder of ``freeflyer sim --out`` (and ``freeflyer campaign --out``): checked and
+made ready before any simulating.
 
 A folder that cannot be made or written to is refused up front (it used to fail with a
 traceback after the whole run). A folder holding the outputs of an earlier run is refused
@@ -11,6 +12,7 @@ any work. Other files in the folder are left alone.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -32,6 +34,31 @@ def earlier_outputs(out: Path) -> list[str]:
     return [name for name in RUN_FILES if (out / name).is_file()]
 
 
+def output_path_problem(text: str, option: str = "--out") -> str | None:
+    """Why ``text`` cannot be made an output folder, creating nothing: empty, a file, under a
+    file, or under a folder this user cannot write in (None: it can, or it is a folder)."""
+    from freeflyer_control.inputs.values import shown
+
+    if not text:  # an unset shell variable (--out "$DIR"), which Path would take as "."
+        return f"{option} is empty: give a folder (it is created if missing)"
+    if len(text) > 4096 or "\x00" in text:
+        return f"{option} {shown(text)} is not a folder name: give a folder (it is created if missing)"
+    out = Path(text)
+    if out.exists():
+        if not out.is_dir():
+            return f"{option} {text} is a file, not a folder: give a folder (it is created if missing)"
+        if not os.access(out, os.W_OK | os.X_OK):
+            return f"{option} {text}: cannot write in the folder (permission denied): give a folder you can write to"
+        return None
+    parent = next((p for p in out.parents if p.exists()), None)  # relative as typed: the message shows it so
+    if parent is not None and not parent.is_dir():
+        return f"{option} {text} lies under {parent}, which is a file, not a folder: give a folder elsewhere"
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        return (f"{option} {text}: cannot create the folder in {parent} (permission denied): give a folder you "
+                "can write to")
+    return None
+
+
 def prepare_output_folder(text: str, *, overwrite: bool) -> Path:
     """The folder ``--out text``, created if missing, writable, holding no earlier run's
     outputs (removed with ``overwrite``; else refused).
@@ -40,11 +67,10 @@ def prepare_output_folder(text: str, *, overwrite: bool) -> Path:
         OutputFolderError: it is empty, a file, lies under a file, cannot be created or written to,
             or holds an earlier run's outputs and ``overwrite`` is False.
     """
-    if not text:  # an unset shell variable (--out "$DIR"), which Path would take as "."
-        raise OutputFolderError("--out is empty: give a folder (it is created if missing)")
+    problem = output_path_problem(text)
+    if problem:
+        raise OutputFolderError(problem)
     out = Path(text)
-    if out.exists() and not out.is_dir():
-        raise OutputFolderError(f"--out {text} is a file, not a folder: give a folder (it is created if missing)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

@@ -26,6 +26,7 @@ from freeflyer_control.cli.common import (
     validation_robot,
 )
 from freeflyer_control.model.joint_positions import parse_joint_positions
+from freeflyer_control.cli.options import require_matplotlib
 from freeflyer_control.inputs.values import ANGLE, Number, UsageError, Whole
 from freeflyer_control.sim.limits import MIN_RATE_HZ
 from freeflyer_control.model.loader import FreeFlyerModel
@@ -100,7 +101,10 @@ MAX_PLAN_TICKS = 10**7  # a Lyapunov execution: --t-max x --rate control ticks, 
 
 def validate(args: argparse.Namespace) -> None:
     """The JSON options and joint numbers of the planner, checked against the robot; a start
-    (--q0) or target (--q-target) outside the URDF limits is refused (the plan is flown)."""
+    (--q0) or target (--q-target) outside the URDF limits is refused (the plan is flown); a
+    --plot needs matplotlib."""
+    if getattr(args, "plot", None):
+        require_matplotlib("--plot")
     if args.plan == "lyapunov" and args.t_max * args.rate > MAX_PLAN_TICKS:
         raise UsageError(f"--t-max {args.t_max:g} s at --rate {args.rate:g} Hz is "
                          f"{args.t_max * args.rate:.3g} control ticks, above the limit of "

@@ -20,7 +20,13 @@ from freeflyer_control.inputs.values import SEED, Number, UsageError, Whole
 from freeflyer_control.cli.options import warn
 from freeflyer_control.control.mode_switch import entries_never_flown
 from freeflyer_control.cli.outdir import prepare_output_folder
-from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
+from freeflyer_control.cli.sim_object import (
+    ALL_OBJECT_MANEUVERS,
+    add_object_arguments,
+    object_options_problem,
+    run_object,
+    validate_object_run,
+)
 from freeflyer_control.cli.stopping import diverged_status, run_stoppable
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.maneuvers import MANEUVERS
@@ -118,6 +124,52 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_object_arguments(p)
     p.set_defaults(run=run, validate=validate)
+    OPTIONS.update({a.dest: (a.option_strings[-1], a.default) for a in p._actions if a.option_strings})
+
+
+# dest -> (option as typed, default), filled from the parser: what a user gave is what differs
+# from its default.
+OPTIONS: dict[str, tuple[str, object]] = {}
+# What each kind of run reads (besides OUTPUT_OPTIONS); any other option given would be
+# silently ignored, so it is refused.
+OUTPUT_OPTIONS = {"out", "overwrite", "no_plots", "json"}
+ROBOT = {"robot", "base", "ee"}
+RUN_OPTIONS = {
+    "replay": ({"campaign", "campaign_run"}, "--campaign (the spec sets everything about the run)"),
+    "object": ({"robot", "object", "maneuver", "mode", "rate", "internal_force", "duration", "log_rate",
+                "base_actuation"}, "--object runs (the cooperative law on the closed-chain plant)"),
+    "capture": ({"robot", "object", "maneuver", "mode", "rate", "duration", "log_rate"},
+                "--maneuver capture (its own approach and rest laws)"),
+    "testbed": ({"robot", "mode", "controller", "maneuver", "duration", "mode_schedule", "log_rate", "q0",
+                 "via_testbed", "fault", "estop_at", "reset_at"},
+                "--via-testbed runs (the testbed config sets the robot, the rate and the actuation)"),
+    "lockstep": (ROBOT | {"mode", "controller", "maneuver", "duration", "rate", "substeps", "mode_schedule",
+                          "mass_error", "seed", "wall_mass", "base_actuation", "log_rate", "q0", "engine"},
+                 "this run"),
+}
+
+
+def ignored_options(args: argparse.Namespace) -> str | None:
+    """Why an option given would be ignored by the kind of run ``args`` asks for, or None."""
+    if args.campaign is not None or args.campaign_run is not None:
+        kind = "replay"
+    elif args.object is not None:
+        kind = "capture" if args.maneuver == "capture" else "object"
+    elif args.via_testbed:
+        kind = "testbed"
+    else:
+        kind = "lockstep"
+    used, what = RUN_OPTIONS[kind]
+    given = [dest for dest, (_, default) in OPTIONS.items()
+             if getattr(args, dest, default) not in (default, None, [], False)]
+    if kind == "lockstep" and "seed" in given and not args.mass_error:
+        return "--seed seeds the --mass-error draw; without --mass-error there is nothing to seed: drop --seed"
+    given = [d for d in given if d not in used | OUTPUT_OPTIONS]
+    if not given:
+        return None
+    names = ", ".join(OPTIONS[d][0] for d in given)
+    verb = "is" if len(given) == 1 else "are"
+    return f"{names} {verb} not used by {what}: drop {'it' if len(given) == 1 else 'them'}"
 
 
 # What the options accept (argparse refuses anything else, naming the option).
@@ -126,7 +178,10 @@ RATE = Number(MIN_RATE_HZ, MAX_RATE_HZ, unit="Hz")
 LOG_RATE = Number(1e-3, MAX_RATE_HZ, unit="Hz")  # far below it, rate / log_rate overflows the runner
 SUBSTEPS = Whole(1, MAX_SUBSTEPS, what="plant steps per control period")
 MASS_ERROR = Number(0.0, 1.0, hi_open=True, unit="(relative)")
-WALL_MASS = Number(0.0, 1e6, lo_open=True, unit="kg")  # a million kg is a fixed wall: leave it out
+# A million kg is a fixed wall: leave the option out. Below a gram the wall is no wall, and its
+# contact's own time constant (mass / damping, physics.contact) is shorter than a microsecond.
+WALL_MASS = Number(1e-3, 1e6, unit="kg", why="a gram to a thousand tonnes; heavier is a fixed wall: leave "
+                   "--wall-mass out")
 EVENT_TIME = Number(0.0, unit="s")
 OVERRUN_LIMIT = Whole(0, 1_000_000, what="ticks")
 OPTION_NAMES = {"duration": "--duration", "rate": "--rate", "substeps": "--substeps",
@@ -137,15 +192,19 @@ def validate(args: argparse.Namespace) -> None:
     """What can be refused before the run: option combinations, the mode schedule, --fault,
     --q0 (JSON, and inside the URDF limits: the run starts there), and the run's size
     (:mod:`freeflyer_control.sim.limits`). Warns about schedule entries the run never reaches."""
-    from freeflyer_control.hil.emulator import parse_fault
+    from freeflyer_control.hil.emulator import fault_problem, parse_fault
 
+    if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed and args.object is None \
+            and args.campaign is None and args.campaign_run is None:
+        raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
+    problem = object_options_problem(args) or ignored_options(args)
+    if problem:
+        raise UsageError(problem)
     if args.campaign is not None or args.campaign_run is not None:
         return _validate_replay(args)
     validate_object_run(args)
     if args.object is not None:
         return
-    if (args.fault or args.estop_at or args.reset_at) and not args.via_testbed:
-        raise UsageError("--fault, --estop-at and --reset-at need --via-testbed")
     if args.wall_mass is not None and args.maneuver != "ee-contact":
         raise UsageError(f"--wall-mass is the wall of --maneuver ee-contact; maneuver '{args.maneuver}' "
                          "has no wall: drop --wall-mass")
@@ -155,19 +214,25 @@ def validate(args: argparse.Namespace) -> None:
     if args.via_testbed and args.mass_error:
         raise UsageError("--mass-error is not emulated with --via-testbed (the testbed runs the "
                          "robot's own model); drop one of them")
-    for text in args.fault:
-        try:
-            parse_fault(text)
-        except ValueError as exc:
-            raise UsageError(f"--fault: {exc}") from None
     schedule = _schedule(args)
     ff, rate, names = _robot_and_rate(args)
+    for text in args.fault:
+        try:
+            problem = fault_problem(parse_fault(text), ff)
+        except ValueError as exc:
+            problem = str(exc)
+        if problem:
+            raise UsageError(f"--fault: {problem}")
     _check_law(args, ff)
     if args.q0:
         check_joint_limits(ff, parse_joint_positions(ff, args.q0, "--q0"), "--q0", refuse=True,
                            command="sim")
     duration = args.duration or _maneuver_duration(ff, args)
     problem = run_size_problem(duration, rate, args.substeps, args.log_rate, names)
+    if problem is None and args.via_testbed:
+        from freeflyer_control.hil.sim import testbed_size_problem
+
+        problem = testbed_size_problem(validation_testbed(args.via_testbed), duration, OPTION_NAMES)
     if problem:
         raise UsageError(problem)
     for t, mode in entries_never_flown(schedule, duration):

@@ -22,6 +22,7 @@ from freeflyer_control.analysis.workspace import (
     reachable_annulus,
 )
 from freeflyer_control.cli.common import add_robot_arguments, frame_from_args, robot_from_args
+from freeflyer_control.cli.options import require_matplotlib
 from freeflyer_control.inputs.values import SEED, Whole
 from freeflyer_control.errors import ModelError
 
@@ -43,7 +44,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bins", type=Whole(1, MAX_BINS, what="rings"), default=200,
                    help=f"raster: rings, at most {MAX_BINS} (default 200)")
     p.add_argument("--seed", type=SEED, default=0, help="raster: random seed (default 0)")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, validate=validate)
+
+
+def validate(args: argparse.Namespace) -> None:
+    """A --map needs matplotlib: said before the workspaces are computed."""
+    if args.map:
+        require_matplotlib("--map")
 
 
 def run(args: argparse.Namespace) -> int:

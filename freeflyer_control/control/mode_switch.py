@@ -13,6 +13,7 @@ import logging
 import math
 from dataclasses import dataclass
 
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import mode_support
 from freeflyer_control.physics.modes import Mode
@@ -126,15 +127,16 @@ def parse_schedule(text: str, option: str = "mode schedule") -> list[tuple[float
     for item in filter(None, (part.strip() for part in str(text).split(","))):
         t, sep, mode = item.partition(":")
         if not sep:
-            raise ValueError(f"{option} entry '{item}' must look like TIME:MODE ({SCHEDULE_SYNTAX})")
+            raise ValueError(f"{option} entry {shown(item)} must look like TIME:MODE ({SCHEDULE_SYNTAX})")
         try:
             time_s = float(t)
         except ValueError:
-            raise ValueError(f"{option} entry '{item}': '{t}' is not a time in seconds ({SCHEDULE_SYNTAX})") from None
+            raise ValueError(f"{option} entry {shown(item)}: {shown(t)} is not a time in seconds "
+                             f"({SCHEDULE_SYNTAX})") from None
         try:
             out.append((time_s, Mode.parse(mode.strip()).value))
         except ValueError:
-            raise ValueError(f"{option} entry '{item}': unknown mode '{mode.strip()}'; modes: "
+            raise ValueError(f"{option} entry {shown(item)}: unknown mode {shown(mode.strip())}; modes: "
                              f"{[m.value for m in Mode]}") from None
     if not out:
         raise ValueError(f"{option} is empty; write {SCHEDULE_SYNTAX}")
@@ -150,9 +152,9 @@ def schedule_problem(schedule, option: str = "mode schedule") -> str | None:
     for t, mode in schedule:
         entry = f"{t:g}:{mode}"
         if not (isinstance(t, (int, float)) and math.isfinite(t)) or t < 0:
-            return f"{option} entry '{entry}': the time must be a finite number of seconds >= 0"
+            return f"{option} entry {shown(entry)}: the time must be a finite number of seconds >= 0"
         if previous is not None and t <= previous:
-            return (f"{option} entry '{entry}' comes after an entry at {previous:g} s; give the "
+            return (f"{option} entry {shown(entry)} comes after an entry at {previous:g} s; give the "
                     f"entries once each in increasing time ({SCHEDULE_SYNTAX})")
         previous = t
     return None

@@ -44,6 +44,7 @@ also e-stops it at once with the reason.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +52,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.physics.actuators import Actuation, generalized_forces, world_wrench_to_local
+from freeflyer_control.inputs.mappings import nearest
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.physics.actuators import Actuation, applied_actuation, generalized_forces, world_wrench_to_local
 from freeflyer_control.physics.plant import PlantDiverged
 from freeflyer_control.physics.state import (
     State,
@@ -244,6 +247,13 @@ class TestbedEmulator:
             tau[: self.ff.nb] += world_wrench_to_local(self.ff, state.q, act.base_wrench_world)
         return tau
 
+    def applied(self) -> tuple[Actuation, np.ndarray]:
+        """What the hardware applies over the next plant step, saturated, and its wrench on the
+        base (world axes; the push faults' disturbance left out): ``physics.actuators.applied_actuation``."""
+        act = self.actuation()
+        return applied_actuation(self.ff, replace(act, base_wrench_world=np.zeros(0)), self._plant.state.q,
+                                 self._plant.state.v)
+
     def actuation(self) -> Actuation:
         """What the hardware applies over the next plant step (URDF signs, robot order); the
         ``base_wrench_world`` is the push faults' force (a disturbance, unbounded)."""
@@ -398,37 +408,57 @@ def parse_fault(text: str) -> Fault:
     Raises:
         ValueError: saying what is wrong and how to write it.
     """
+    given = shown(text)
     parts = [p.strip() for p in text.strip().split(":")]
     if not 3 <= len(parts) <= 5:
-        raise ValueError(f"fault '{text}': write {FAULT_SYNTAX}, e.g. capture_dropout:20:0.5, "
+        raise ValueError(f"fault {given}: write {FAULT_SYNTAX}, e.g. capture_dropout:20:0.5, "
                          "encoder_nan:12:0.1:joint2, push:5:2:0.5,0,0")
     kind = parts[0]
     if kind not in FAULT_KINDS:
-        raise ValueError(f"fault '{text}': unknown kind '{kind}'; kinds: {list(FAULT_KINDS)}")
+        raise ValueError(f"fault {given}: unknown kind {shown(kind)}; kinds: {list(FAULT_KINDS)}")
     times = []
     for name, value in (("start", parts[1]), ("duration", parts[2])):
         try:
             times.append(float(value))
         except ValueError:
-            raise ValueError(f"fault '{text}': {name} '{value}' is not a number of seconds ({FAULT_SYNTAX})") from None
+            raise ValueError(f"fault {given}: {name} {shown(value)} is not a number of seconds ({FAULT_SYNTAX})") from None
+        if not (math.isfinite(times[-1]) and times[-1] >= 0):
+            raise ValueError(f"fault {given}: {name} must be a finite number of seconds >= 0, got {value}")
     joint, offset = "", None
     for extra in parts[3:]:
         if "," in extra:
             try:
                 offset = tuple(float(x) for x in extra.split(","))
             except ValueError:
-                raise ValueError(f"fault '{text}': offset '{extra}' must be three numbers ox,oy,oz") from None
+                raise ValueError(f"fault {given}: offset {shown(extra)} must be three numbers ox,oy,oz") from None
             if len(offset) != 3:
-                raise ValueError(f"fault '{text}': offset '{extra}' must be three numbers ox,oy,oz")
+                raise ValueError(f"fault {given}: offset {shown(extra)} must be three numbers ox,oy,oz")
         elif extra:
             joint = extra
     if joint and kind != "encoder_nan":
-        raise ValueError(f"fault '{text}': only encoder_nan takes a joint ('{joint}' given for {kind})")
+        raise ValueError(f"fault {given}: only encoder_nan takes a joint ({shown(joint)} given for {kind})")
     if kind == "encoder_nan" and not joint:
-        raise ValueError(f"fault '{text}': encoder_nan needs the joint (URDF name), e.g. encoder_nan:12:0.1:joint2")
+        raise ValueError(f"fault {given}: encoder_nan needs the joint (URDF name), e.g. encoder_nan:12:0.1:joint2")
     if offset is not None and kind not in ("capture_jump", "push"):
-        raise ValueError(f"fault '{text}': only capture_jump (m) and push (N) take an offset")
+        raise ValueError(f"fault {given}: only capture_jump (m) and push (N) take an offset")
     if kind in ("capture_jump", "push") and (offset is None or not any(offset)):
-        raise ValueError(f"fault '{text}': {kind} needs a non-zero offset ox,oy,oz "
+        raise ValueError(f"fault {given}: {kind} needs a non-zero offset ox,oy,oz "
                          f"({'m, world' if kind == 'capture_jump' else 'N, world'}), e.g. {kind}:5:1:0.1,0,0")
+    if offset is not None:
+        bound, unit, why = OFFSET_BOUNDS[kind]
+        if not all(math.isfinite(x) and abs(x) <= bound for x in offset):
+            raise ValueError(f"fault {given}: each offset component must be within +-{bound:g} {unit} ({why})")
     return Fault(kind, times[0], times[1], joint, offset or (0.0, 0.0, 0.0))
+
+
+# A fault's offset: a capture jump no testbed shows, a push no hose gives, is a typo.
+OFFSET_BOUNDS = {"capture_jump": (100.0, "m", "no testbed is larger than 100 m"),
+                 "push": (1e3, "N", "a 100 kg weight hanging on the base; no hose or cable pulls harder")}
+
+
+def fault_problem(fault: Fault, ff) -> str | None:
+    """Why ``fault`` cannot be injected on robot ``ff`` (its joint is not one), or None."""
+    if fault.joint and fault.joint not in ff.joint_names:
+        return (f"fault {fault.kind}: {shown(fault.joint)} is not a joint of robot '{ff.name}'; did you mean "
+                f"'{nearest(fault.joint, ff.joint_names)[0]}'? (its joints: {', '.join(ff.joint_names)})")
+    return None

@@ -8,28 +8,46 @@ when it loads the config, so a typo shows before anything runs) read into
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from freeflyer_control.errors import ConfigError
-from freeflyer_control.inputs.mappings import number, section
+from freeflyer_control.inputs.mappings import Range, refuse_unknown, section
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.sim.limits import MAX_RATE_HZ
 
 from .frames import axes_matrix
 
-# YAML form of the settings: (section, key) -> (field, must be > 0 rather than >= 0).
+_LATENCY = Range(0.0, 1.0, "s", "hardware a second late is broken, not a delay to emulate")
+_NOISE = "a noise std this large measures nothing"
+# YAML form of the settings: (section, key) -> (field, physical range and why).
 _SETTING_KEYS = {
-    ("", "plant_rate"): ("plant_rate", True), ("", "wheel_speed_gain"): ("wheel_speed_gain", True),
-    ("capture", "position_noise"): ("capture_position_noise", False),
-    ("capture", "attitude_noise"): ("capture_attitude_noise", False),
-    ("capture", "latency"): ("capture_latency", False), ("capture", "dropout_rate"): ("capture_dropout_rate", False),
-    ("encoders", "counts_per_rev"): ("encoder_counts_per_rev", False),
-    ("encoders", "latency"): ("encoder_latency", False),
-    ("encoders", "velocity_noise"): ("encoder_velocity_noise", False),
-    ("valves", "delay"): ("valve_delay", False),
-    ("commands", "latency"): ("command_latency", False), ("commands", "timeout"): ("command_timeout", True),
+    ("", "plant_rate"): ("plant_rate", Range(
+        1.0, MAX_RATE_HZ, "Hz", f"the run-size limit of freeflyer sim, {MAX_RATE_HZ:g} Hz", lo_open=False)),
+    ("", "wheel_speed_gain"): ("wheel_speed_gain", Range(
+        0.0, 1e4, "1/s", "a speed loop faster than 10 kHz is no motor driver", lo_open=True)),
+    ("capture", "position_noise"): ("capture_position_noise", Range(0.0, 1.0, "m", _NOISE)),
+    ("capture", "attitude_noise"): ("capture_attitude_noise", Range(0.0, math.pi, "rad", _NOISE)),
+    ("capture", "latency"): ("capture_latency", _LATENCY),
+    ("capture", "dropout_rate"): ("capture_dropout_rate", Range(0.0, 1.0, "", "a probability")),
+    ("encoders", "counts_per_rev"): ("encoder_counts_per_rev", Range(
+        0.0, 2.0**32, "", "0: no quantization; 32-bit encoders count at most 2^32 a turn")),
+    ("encoders", "latency"): ("encoder_latency", _LATENCY),
+    ("encoders", "velocity_noise"): ("encoder_velocity_noise", Range(0.0, 1e3, "rad/s", _NOISE)),
+    ("valves", "delay"): ("valve_delay", _LATENCY),
+    ("commands", "latency"): ("command_latency", _LATENCY),
+    ("commands", "timeout"): ("command_timeout", Range(
+        0.0, 1.0, "s", "a driver watchdog slower than a second lets the joints run that long unattended",
+        lo_open=True)),
 }
+
+
+def setting_range(name: str) -> Range:
+    """The physical range of setting ``name`` (an :class:`EmulatorSettings` field)."""
+    return next(rng for field, rng in _SETTING_KEYS.values() if field == name)
 
 
 @dataclass(frozen=True)
@@ -56,15 +74,8 @@ class EmulatorSettings:
     wheel_speed_gain: float = 50.0             # 1/s, the wheel driver's speed loop
 
     def __post_init__(self) -> None:
-        for name, strict in _SETTING_KEYS.values():
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.number)) and np.isfinite(value)
-                    and (value > 0 if strict else value >= 0)):
-                raise ConfigError(f"EmulatorSettings.{name} must be a finite number {'>' if strict else '>='} 0, "
-                                  f"got {value!r}")
-        if self.capture_dropout_rate > 1:
-            raise ConfigError(f"EmulatorSettings.capture_dropout_rate is a probability, in [0, 1]; "
-                              f"got {self.capture_dropout_rate}")
+        for name, rng in _SETTING_KEYS.values():
+            rng.check(getattr(self, name), f"EmulatorSettings.{name}")
         if float(self.encoder_counts_per_rev) != int(self.encoder_counts_per_rev):
             raise ConfigError(f"EmulatorSettings.encoder_counts_per_rev must be a whole number (0: no quantization), "
                               f"got {self.encoder_counts_per_rev}")
@@ -77,7 +88,7 @@ class EmulatorSettings:
             axes = np.asarray(axes, dtype=float)
             if axes.shape != (3, 3) or not np.allclose(axes @ axes.T, np.eye(3)) or np.linalg.det(axes) < 0:
                 raise ConfigError("EmulatorSettings.capture_axes must be an axis convention (z-up, y-up, [x, -z, y]) "
-                                  f"or a 3x3 rotation, got {self.capture_axes!r}")
+                                  f"or a 3x3 rotation, got {shown(self.capture_axes)}")
             object.__setattr__(self, "capture_axes", axes)
 
     @classmethod
@@ -92,23 +103,17 @@ class EmulatorSettings:
         where = "emulator"
         m = {} if m is None else m
         if not isinstance(m, Mapping):
-            raise ConfigError(f"{where} must be a mapping (key: value lines), got {m!r}")
+            raise ConfigError(f"{where} must be a mapping (key: value lines), got {type(m).__name__}")
         sections = {s for s, _ in _SETTING_KEYS if s}
-        known = {k for s, k in _SETTING_KEYS if not s} | sections
-        unknown = sorted(set(m) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+        refuse_unknown(m, sorted({k for s, k in _SETTING_KEYS if not s} | sections), where)
         data = {"": m}
         for s in sections:
             keys = {k for sec, k in _SETTING_KEYS if sec == s} | ({"axes"} if s == "capture" else set())
             data[s] = section(m, s, keys, where, required=False)
         kwargs = {}
-        for (s, key), (name, strict) in _SETTING_KEYS.items():
+        for (s, key), (name, rng) in _SETTING_KEYS.items():
             if key in data[s]:
-                kwargs[name] = number(data[s], key, f"{where}.{s}" if s else where, strict=strict)
-        if kwargs.get("capture_dropout_rate", 0.0) > 1:
-            raise ConfigError(f"{where}.capture.dropout_rate is a probability, in [0, 1]; "
-                              f"got {kwargs['capture_dropout_rate']}")
+                kwargs[name] = rng.read(data[s], key, f"{where}.{s}" if s else where)
         counts = kwargs.get("encoder_counts_per_rev", 0.0)
         if counts != int(counts):
             raise ConfigError(f"{where}.encoders.counts_per_rev must be a whole number (0: none), got {counts}")

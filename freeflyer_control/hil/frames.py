@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from freeflyer_control.errors import ConfigError
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.physics.state import rotation_from_xyzw, xyzw_from_rotation
 
 AXIS_PRESETS = {"z-up": ("x", "y", "z"), "y-up": ("x", "-z", "y")}
@@ -50,7 +51,7 @@ def axes_matrix(spec: str | Sequence[str], where: str = "axes") -> np.ndarray:
         spec = AXIS_PRESETS[spec]
     if not isinstance(spec, (list, tuple)):
         raise ConfigError(f"{where}: give a preset ({', '.join(sorted(AXIS_PRESETS))}) or three signed capture axes "
-                          f"along world x, y, z, e.g. [x, -z, y]; got {spec!r}")
+                          f"along world x, y, z, e.g. [x, -z, y]; got {shown(spec)}")
     entries = [str(s).strip().lower() for s in spec]
     if len(entries) != 3:
         raise ConfigError(f"{where}: give three signed capture axes (along world x, y, z), got {list(spec)}")

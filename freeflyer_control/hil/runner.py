@@ -99,7 +99,7 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
             emulated: TestbedConfig | None = None, clock_steps: Sequence[tuple[float, float]] = (),
             on_tick: Callable[[float, BridgeOutput], None] | None = None,
-            on_control: Callable[[float, State, ControllerOutput], None] | None = None,
+            on_control: Callable[[float, State, ControllerOutput, tuple], None] | None = None,
             overrun_limit: int | None = OVERRUN_LIMIT) -> HilRun:
     """Run ``maneuver`` on the emulated testbed for ``duration`` s from ``state``.
 
@@ -115,7 +115,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
         clock_steps: (true time s, step s) pairs: from that time on the nodes' clock reads
             ``step`` s more (negative: back); events are at true times.
         on_tick: called after each bridge tick (tests watch commands with it).
-        on_control: called after each controller tick with the true state (for recorders).
+        on_control: called after each controller tick with the true state and what the emulated
+            hardware applies next (``TestbedEmulator.applied``), for recorders.
         overrun_limit: the controller's (as on the node, 3 by default; None: overruns counted
             only, as ``freeflyer sim --via-testbed`` and campaigns fly, so that their outcome
             does not depend on the machine).
@@ -183,7 +184,7 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             bridge.law_fault(now, f"controller fault: {control.reason}")
         bridge.on_controller(control.actuation, now)
         if on_control is not None:
-            on_control(t, emulator.state, control)
+            on_control(t, emulator.state, control, emulator.applied())
         _record(log, ff, t, emulator.state, out)
         log.add(clock=now)
     return HilRun(emulator, bridge, ctrl, log.finish(), log.resets, time.perf_counter() - wall0)

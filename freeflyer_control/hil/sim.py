@@ -19,6 +19,7 @@ from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.sim.metrics import largest
 from freeflyer_control.sim.config import SimConfig, initial_state
+from freeflyer_control.sim.limits import MAX_PLANT_STEPS
 from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial
 
@@ -50,6 +51,9 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     config.validate()
     tb = load_testbed_config(testbed)
     ff = tb.robot
+    problem = testbed_size_problem(tb, float(config.duration or make_maneuver(config.maneuver).duration))
+    if problem:
+        raise ValueError(problem)
     if config.robot not in (ff.name, SimConfig.robot):
         raise ValueError(f"testbed '{testbed}' carries robot '{ff.name}', not '{config.robot}': "
                          f"drop --robot or give a testbed config for {config.robot}")
@@ -66,10 +70,10 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     log_every = max(1, round(tb.rate / config.log_rate))
     ticks = {"n": 0, "info": None, "t": 0.0}
 
-    def record(t, truth, out):
+    def record(t, truth, out, applied):
         info = out.info or ticks["info"]
         if ticks["n"] % log_every == 0:
-            recorder.record(t, truth, info, out.actuation, mode=mode)
+            recorder.record(t, truth, info, out.actuation, mode=mode, applied=applied)
         ticks["info"] = info
         ticks["n"] += 1
         ticks["t"] = t
@@ -114,6 +118,20 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
         **estimation,
     })
     return result
+
+
+def testbed_size_problem(tb, duration: float, names: dict[str, str] | None = None) -> str | None:
+    """Why a run of ``duration`` s through the emulated testbed ``tb`` is too large (the bounds
+    of :mod:`freeflyer_control.sim.limits`, on the emulator's own plant steps), or None.
+    ``names``: how to name the duration (``{"duration": "--duration"}``)."""
+    d = (names or {}).get("duration", "duration")
+    rate = EmulatorSettings.from_mapping(tb.emulator).plant_rate
+    steps = duration * rate
+    if steps > MAX_PLANT_STEPS:
+        return (f"{d} {duration:g} s through the emulated testbed at its emulator.plant_rate {rate:g} Hz is "
+                f"{steps:.3g} plant steps, above the limit of {MAX_PLANT_STEPS:.0e}; shorten {d} or lower "
+                f"emulator.plant_rate in {tb.source}")
+    return None
 
 
 def _testbed_fields(tb, faults: Sequence[Fault]) -> dict:

@@ -26,12 +26,14 @@ def _interval(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) 
 class Number:
     """argparse ``type=``: a finite float in [lo, hi] (lo excluded when ``lo_open``).
 
-    ``unit`` is named in the refusal; ``accepts(x)`` is the same test on a parsed value.
+    ``unit`` is named in the refusal, and ``why`` the range is what it is; ``accepts(x)`` is the
+    same test on a parsed value.
     """
 
     def __init__(self, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-                 hi_open: bool = False, unit: str = ""):
+                 hi_open: bool = False, unit: str = "", why: str = ""):
         self.lo, self.hi, self.lo_open, self.hi_open, self.unit = lo, hi, lo_open, hi_open, unit
+        self.why = why
         self.__name__ = "number"  # argparse names the type in some messages
 
     def accepts(self, x: float) -> bool:
@@ -43,9 +45,10 @@ class Number:
 
     def describe(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
+        why = f" ({self.why})" if self.why else ""
         if self.lo is None and self.hi is None:
             return f"a finite number{unit}"
-        return f"a number in {_interval(self.lo, self.hi, self.lo_open, self.hi_open)}{unit}"
+        return f"a number in {_interval(self.lo, self.hi, self.lo_open, self.hi_open)}{unit}{why}"
 
     def __call__(self, text: str) -> float:
         try:
@@ -92,3 +95,16 @@ def shown(value: object, limit: int = 60) -> str:
     """``value`` quoted for a message, cut to one short line."""
     text = repr(str(value))
     return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def shown_path(path) -> str:
+    """A file path for a message: relative to the working folder when it lies inside it (as the
+    user most likely wrote it), else as it is."""
+    import os
+
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:
+        return text
+    return relative if not relative.startswith("..") and os.path.isabs(text) else text

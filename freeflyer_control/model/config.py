@@ -37,11 +37,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import yaml
 
 from freeflyer_control.errors import ConfigError
+from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_number, value_text, vector
+from freeflyer_control.inputs.values import ANGLE, shown
+from freeflyer_control.inputs.yaml_files import load_yaml_file
 
 BASE_TYPES = ("planar", "spatial")
+ROBOT_CONFIG_KEYS = ("urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
+                     "ready_pose", "root", "base_limits")
+MAX_PATH_CHARS = 4096  # PATH_MAX on Linux
 
 
 @dataclass(frozen=True)
@@ -119,40 +124,45 @@ class RobotConfig:
         return tuple(w.joint for w in self.reaction_wheels)
 
 
+# Physical ranges of the actuator figures: far above any real device, so that a typo (a unit
+# slip, an exponent too many) is refused instead of disabling the saturation it sets.
+MAX_WHEEL_TORQUE = 1e4   # N m; the ISS's control moment gyroscopes give about 260 N m
+MAX_WHEEL_SPEED = 1e4    # rad/s (95 000 rpm); reaction wheels turn at a few hundred rad/s
+MAX_THRUST = 1e4         # N; attitude-control and cold-gas thrusters give mN to a few hundred N
+MAX_BASE_WRENCH = 1e5    # N, N m: ten times the strongest thruster set
+MAX_EXTENT = 100.0       # m; no free-flyer (nor testbed) is larger: a larger distance is a unit slip
+_WHY_WHEEL_TORQUE = "no reaction wheel or control moment gyroscope gives more; the ISS's give about 260 N m"
+_WHY_WHEEL_SPEED = "95 000 rpm; reaction wheels turn at a few hundred rad/s"
+_WHY_THRUST = "no attitude-control thruster gives more; cold-gas thrusters give mN to a few hundred N"
+_WHY_BASE_WRENCH = "beyond any thruster set of a free-flyer"
+_WHY_EXTENT = "no free-flyer is larger than 100 m: a unit slip (mm for m?)"
+
+
 def require_key(mapping: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in mapping:
         raise ConfigError(f"{where}: missing key '{key}'")
     return mapping[key]
 
 
-def positive_number(value: Any, where: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where} must be a number, got {value!r}") from None
-    if not np.isfinite(x) or x <= 0.0:
-        raise ConfigError(f"{where} must be a finite positive number, got {value!r}")
-    return x
+def positive_number(value: Any, where: str, hi: float | None = None, why: str = "", unit: str = "") -> float:
+    """A finite number > 0 (and <= ``hi``, for the reason ``why``)."""
+    return value_number(value, where, lo=0.0, lo_open=True, hi=hi, unit=unit, why=why)
 
 
-def vector3(value: Any, where: str) -> np.ndarray:
-    try:
-        v = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where} must be a list of 3 numbers, got {value!r}") from None
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ConfigError(f"{where} must be a list of 3 finite numbers, got {value!r}")
-    return v
+def vector3(value: Any, where: str, bound: float | None = None, unit: str = "", why: str = "") -> np.ndarray:
+    """A list of 3 finite numbers (each within +-``bound``, for the reason ``why``)."""
+    return vector(value, where, 3, bound=bound, unit=unit, why=why)
 
 
 def _parse_wheel(entry: Any, index: int) -> ReactionWheel:
     where = f"reaction_wheels[{index}]"
-    if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a mapping with joint, max_torque, max_speed")
+    entry = mapping(entry, where, ("joint", "max_torque", "max_speed"))
     return ReactionWheel(
-        joint=str(require_key(entry, "joint", where)),
-        max_torque=positive_number(require_key(entry, "max_torque", where), f"{where}.max_torque"),
-        max_speed=positive_number(require_key(entry, "max_speed", where), f"{where}.max_speed"),
+        joint=value_text(require_key(entry, "joint", where), f"{where}.joint", what="a URDF joint name"),
+        max_torque=positive_number(require_key(entry, "max_torque", where), f"{where}.max_torque",
+                                   MAX_WHEEL_TORQUE, _WHY_WHEEL_TORQUE, "N m"),
+        max_speed=positive_number(require_key(entry, "max_speed", where), f"{where}.max_speed",
+                                  MAX_WHEEL_SPEED, _WHY_WHEEL_SPEED, "rad/s"),
     )
 
 
@@ -160,7 +170,8 @@ def parse_thruster(entry: Any, index: int) -> Thruster:
     where = f"thrusters[{index}]"
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where} must be a mapping with name, position, direction, max_force")
-    name = str(entry.get("name", f"thruster_{index}"))
+    refuse_unknown(entry, ("name", "position", "direction", "max_force"), where)
+    name = value_text(entry["name"], f"{where}.name") if "name" in entry else f"thruster_{index}"
     where = f"thruster '{name}'"
     direction = vector3(require_key(entry, "direction", where), f"{where}.direction")
     norm = float(np.linalg.norm(direction))
@@ -176,27 +187,26 @@ def parse_thruster(entry: Any, index: int) -> Thruster:
         )
     return Thruster(
         name=name,
-        position=vector3(require_key(entry, "position", where), f"{where}.position"),
+        position=vector3(require_key(entry, "position", where), f"{where}.position", MAX_EXTENT, "m", _WHY_EXTENT),
         direction=direction / norm,
-        max_force=positive_number(require_key(entry, "max_force", where), f"{where}.max_force"),
+        max_force=positive_number(require_key(entry, "max_force", where), f"{where}.max_force", MAX_THRUST,
+                                  _WHY_THRUST, "N"),
     )
 
 
 def _parse_base_limits(entry: Any, where: str) -> BaseLimits:
     where = f"{where}: base_limits"
     if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a mapping with max_force (N) and max_torque (N m), got {entry!r}")
-    unknown = sorted(set(entry) - {"max_force", "max_torque"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: ['max_force', 'max_torque']")
+        raise ConfigError(f"{where} must be a mapping with max_force (N) and max_torque (N m), got {shown(entry)}")
+    refuse_unknown(entry, ("max_force", "max_torque"), where)
     fix = ("give the largest force (N) and torque (N m) the ideal base actuator may apply, "
            "e.g. 'base_limits: {max_force: 2.0, max_torque: 0.5}'")
     values = []
-    for key in ("max_force", "max_torque"):
+    for key, unit in (("max_force", "N"), ("max_torque", "N m")):
         if key not in entry:
             raise ConfigError(f"{where}: missing key '{key}'; {fix}")
         try:
-            values.append(positive_number(entry[key], f"{where}.{key}"))
+            values.append(positive_number(entry[key], f"{where}.{key}", MAX_BASE_WRENCH, _WHY_BASE_WRENCH, unit))
         except ConfigError as exc:
             raise ConfigError(f"{exc}; {fix}") from None
     return BaseLimits(*values)
@@ -214,24 +224,22 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
     """
     where = f"robot config '{source}'" if source is not None else "robot config"
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {data!r}")
-    known = {"urdf", "base", "end_effectors", "arms", "reaction_wheels", "thrusters", "name",
-             "ready_pose", "root", "base_limits"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+        raise ConfigError(f"{where} must be a YAML mapping (key: value lines), got {shown(data)}")
+    refuse_unknown(data, ROBOT_CONFIG_KEYS, where)
     if "base" not in data:
         raise ConfigError(
             f"{where}: missing key 'base'; add 'base: planar' (air-bearing table: x, y, yaw) "
             "or 'base: spatial' (6-DOF)"
         )
-    base = str(data["base"])
+    base = data["base"]
     if base not in BASE_TYPES:
-        raise ConfigError(f"{where}: base must be one of {BASE_TYPES}, got '{base}'")
+        raise ConfigError(f"{where}: base must be one of {BASE_TYPES}, got {shown(base)}")
 
     ees = data.get("end_effectors") or []
     if isinstance(ees, str):
         ees = [ees]
+    ees = [value_text(e, f"{where}: end_effectors[{i}]", what="a frame name")
+           for i, e in enumerate(_list(ees, f"{where}: end_effectors"))]
     arms_raw = data.get("arms") or {}
     if not isinstance(arms_raw, Mapping):
         raise ConfigError(f"{where}: arms must map an arm name to a list of joint names")
@@ -240,13 +248,16 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         # A bare string would otherwise be split into one-letter "joints".
         if not isinstance(v, (list, tuple)) or not v:
             raise ConfigError(
-                f"{where}: arm '{k}' must be a non-empty list of joint names, got {v!r}; "
-                f"write e.g. '{k}: [joint1, joint2]'"
+                f"{where}: arm {shown(k)} must be a non-empty list of joint names, got {shown(v)}; "
+                "write e.g. 'arm: [joint1, joint2]'"
             )
-        arms[str(k)] = tuple(str(j) for j in v)
+        arms[value_text(k, f"{where}: arms", what="an arm name")] = tuple(
+            value_text(j, f"{where}: arms.{k}[{i}]", what="a joint name") for i, j in enumerate(v))
 
-    wheels = tuple(_parse_wheel(e, i) for i, e in enumerate(data.get("reaction_wheels") or []))
-    thrusters = tuple(parse_thruster(e, i) for i, e in enumerate(data.get("thrusters") or []))
+    wheels = tuple(_parse_wheel(e, i) for i, e in enumerate(_list(data.get("reaction_wheels") or [],
+                                                                    f"{where}: reaction_wheels")))
+    thrusters = tuple(parse_thruster(e, i) for i, e in enumerate(_list(data.get("thrusters") or [],
+                                                                        f"{where}: thrusters")))
     names = [t.name for t in thrusters]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -257,23 +268,23 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
         raise ConfigError(f"{where}: ready_pose must map joint names to angles (rad)")
     ready = {}
     for joint, angle in ready_raw.items():
-        try:
-            ready[str(joint)] = float(angle)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: ready_pose.{joint} must be an angle in rad, got {angle!r}") from None
+        name = value_text(joint, f"{where}: ready_pose", what="a joint name")
+        ready[name] = value_number(angle, f"{where}: ready_pose.{name}", lo=ANGLE.lo, hi=ANGLE.hi, unit="rad",
+                                   why="beyond a thousand radians is a typo, not a pose")
 
     base_limits = _parse_base_limits(data["base_limits"], where) if data.get("base_limits") is not None else None
 
     urdf = data.get("urdf")
     urdf_path = None
     if urdf:
-        urdf_path = Path(urdf)
+        urdf_path = Path(value_text(urdf, f"{where}: urdf", MAX_PATH_CHARS, "a URDF file path"))
         if source is not None and not urdf_path.is_absolute():
             urdf_path = source.parent / urdf_path
-    name = str(data.get("name") or (source.stem if source is not None else ""))
+    name = value_text(data["name"], f"{where}: name") if data.get("name") else \
+        (source.stem if source is not None else "")
     return RobotConfig(
         base=base,
-        end_effectors=tuple(str(e) for e in ees),
+        end_effectors=tuple(ees),
         arms=arms,
         reaction_wheels=wheels,
         thrusters=thrusters,
@@ -288,20 +299,16 @@ def parse_robot_config(data: Mapping[str, Any], *, source: Path | None = None) -
 def _root(value: Any, where: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: root must be a link name, got {value!r}")
-    return value
+    return value_text(value, f"{where}: root", what="a link name")
+
+
+def _list(value: Any, where: str) -> list:
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where} must be a list, got {shown(value)}")
+    return list(value)
 
 
 def load_robot_config(path: str | Path) -> RobotConfig:
     """Read a robot config YAML file (see the module docstring for its form)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read robot config '{path}': {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"robot config '{path}' is not valid YAML: {exc}") from None
-    return parse_robot_config(data, source=path)
+    return parse_robot_config(load_yaml_file(path, "robot config"), source=path)

@@ -23,6 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.errors import ConfigError, ModelError
+from freeflyer_control.inputs.values import shown
 from freeflyer_control.model.joint_limits import limit_violations
 from freeflyer_control.model.config import BASE_TYPES, BaseLimits, RobotConfig, Thruster, load_robot_config
 from freeflyer_control.model.reroot import reroot_urdf, restore_link_frames
@@ -133,12 +134,21 @@ class FreeFlyerModel:
 
     def frame_id(self, frame: str) -> int:
         """Pinocchio frame id of ``frame`` (a link or joint name), with a helpful error."""
-        if not self.model.existFrame(frame):
+        if not isinstance(frame, str) or len(frame) > 200 or not self.model.existFrame(frame):
             links = sorted(
                 {f.name for f in self.model.frames if f.type == pin.FrameType.BODY}
             )
-            raise ModelError(f"unknown frame '{frame}' in robot '{self.name}'; links: {links}")
+            raise ModelError(f"unknown frame {shown(frame)} in robot '{self.name}'; links: {links}")
         return self.model.getFrameId(frame)
+
+    def robot_frame(self, frame: str) -> int:
+        """:meth:`frame_id` of a frame that moves with the robot: one fixed to the world (the
+        universe, a fixed world link) has no Jacobian, and no motion to control or measure."""
+        fid = self.frame_id(frame)
+        if self.model.frames[fid].parentJoint == 0:
+            raise ModelError(f"frame {shown(frame)} is fixed to the world, not attached to robot '{self.name}': "
+                             "its Jacobian is zero by definition (no singularity); give a link of the robot")
+        return fid
 
     @property
     def total_mass(self) -> float:
@@ -244,9 +254,17 @@ def load_model(
         base_limits=config.base_limits if config else None,
     )
     _check_against_urdf(ff, report, source)
-    for w in report.warnings:  # each already begins with the source (urdf_checks._Ctx.warn)
-        log.warning("%s", w)
+    # Each warning begins with the source (urdf_checks._Ctx.warn). A file's warnings are said
+    # once per process: a command loads its robot to check the options, then again to run.
+    from_file = Path(source).is_file() if len(source) < 4096 and "\x00" not in source else False
+    for w in report.warnings:
+        if not (from_file and w in _WARNED):
+            _WARNED.add(w)
+            log.warning("%s", w)
     return ff
+
+
+_WARNED: set[str] = set()
 
 
 def _config_for_root(
@@ -323,7 +341,7 @@ def _resolve_arms(
 def _check_against_urdf(ff: FreeFlyerModel, report: UrdfReport, source: str) -> None:
     """Config-vs-URDF consistency: frames, wheels, arms, planar joint axes, thrusters."""
     for ee in ff.end_effectors:
-        ff.frame_id(ee)  # raises naming the links
+        ff.robot_frame(ee)  # raises naming the links
     for wheel in ff.wheel_joint_names:
         info = report.joints.get(wheel)
         if info is None:

@@ -30,15 +30,26 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-import yaml
 
 from freeflyer_control.errors import ConfigError, ModelError
-from freeflyer_control.model.config import BASE_TYPES, positive_number, require_key, vector3
+from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_number, value_text
+from freeflyer_control.inputs.values import shown
+from freeflyer_control.inputs.yaml_files import load_yaml_file
+from freeflyer_control.model.config import BASE_TYPES, MAX_EXTENT, positive_number, require_key, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.resources import share_dir
 
 # Inertia checks: relative round-off allowed on symmetry and on the triangle inequality.
 _INERTIA_RTOL = 1e-9
+OBJECT_KEYS = ("name", "base", "mass", "inertia", "size", "pose_in_base", "grasps")
+GRASP_KEYS = ("end_effector", "xyz", "rpy")
+# Physical ranges of an object a free-flyer holds or captures. A value outside is a unit slip
+# (g for kg, mm for m) or a typo, and would make the plant diverge with advice no rate can follow.
+MIN_OBJECT_MASS, MAX_OBJECT_MASS = 1e-3, 1e5      # kg: a gram; a hundred tonnes (the ISS is 420 t)
+MIN_GYRATION, MAX_GYRATION = 1e-3, MAX_EXTENT     # m: radius of gyration sqrt(I / m) of each axis
+_WHY_MASS = "a gram to a hundred tonnes: lighter or heavier is a unit slip, not an object to capture"
+_WHY_EXTENT = "no object a free-flyer handles is larger than 100 m: a unit slip (mm for m?)"
+_WHY_ANGLE = "beyond a thousand radians is a typo, not an orientation"
 
 
 @dataclass(frozen=True)
@@ -103,20 +114,18 @@ def load_object(name_or_path: str | Path) -> ObjectConfig:
     path = Path(text)
     if path.suffix not in (".yaml", ".yml"):
         path = object_config_dir() / f"{text}.yaml"
-        if not path.is_file():
-            raise ConfigError(f"unknown object '{text}'; bundled objects: {object_names()}, or give a .yaml path")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read object config '{path}': {exc}") from None
-    return parse_object(raw, str(path))
+        if len(text) > 200 or not path.is_file():
+            raise ConfigError(f"unknown object {shown(text)}; bundled objects: {object_names()}, "
+                              "or give a .yaml path")
+    return parse_object(load_yaml_file(path, "object config"), str(path))
 
 
-def _pose(entry: Any, where: str) -> pin.SE3:
+def _pose(entry: Any, where: str, known=("xyz", "rpy")) -> pin.SE3:
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a mapping with xyz (m) and rpy (rad), got {entry!r}")
-    xyz = vector3(entry.get("xyz", [0, 0, 0]), f"{where}.xyz")
-    rpy = vector3(entry.get("rpy", [0, 0, 0]), f"{where}.rpy")
+        raise ConfigError(f"{where} must be a mapping with xyz (m) and rpy (rad), got {shown(entry)}")
+    refuse_unknown(entry, known, where)
+    xyz = vector3(entry.get("xyz", [0, 0, 0]), f"{where}.xyz", MAX_EXTENT, "m", _WHY_EXTENT)
+    rpy = vector3(entry.get("rpy", [0, 0, 0]), f"{where}.rpy", 1e3, "rad", _WHY_ANGLE)
     return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
 
 
@@ -125,12 +134,14 @@ def parse_object(raw: Any, where: str) -> ObjectConfig:
     :func:`freeflyer_control.physics.grasp_pose.check_object`)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"object config '{where}' must be a YAML mapping, got {type(raw).__name__}")
-    name = str(raw.get("name") or Path(where).stem)
+    refuse_unknown(raw, OBJECT_KEYS, where)
+    name = value_text(raw["name"], f"{where}: name") if raw.get("name") else Path(where).stem
     base = require_key(raw, "base", where)
     if base not in BASE_TYPES:
-        raise ConfigError(f"{where}: base must be one of {list(BASE_TYPES)}, got {base!r}")
-    mass = positive_number(require_key(raw, "mass", where), f"{where}: mass (kg)")
-    inertia = check_inertia(require_key(raw, "inertia", where), f"{where}: inertia")
+        raise ConfigError(f"{where}: base must be one of {list(BASE_TYPES)}, got {shown(base)}")
+    mass = value_number(require_key(raw, "mass", where), f"{where}: mass", lo=MIN_OBJECT_MASS, hi=MAX_OBJECT_MASS,
+                        unit="kg", why=_WHY_MASS)
+    inertia = check_inertia(require_key(raw, "inertia", where), f"{where}: inertia", mass)
     grasps_raw = require_key(raw, "grasps", where)
     if not isinstance(grasps_raw, list) or not grasps_raw:
         raise ConfigError(f"{where}: grasps must be a non-empty list of {{end_effector, xyz, rpy}}")
@@ -138,25 +149,36 @@ def parse_object(raw: Any, where: str) -> ObjectConfig:
     for i, g in enumerate(grasps_raw):
         gw = f"{where}: grasps[{i}]"
         if not isinstance(g, dict) or "end_effector" not in g:
+            refuse_unknown(mapping(g, gw), GRASP_KEYS, gw)
             raise ConfigError(f"{gw} must be a mapping with end_effector, xyz (m), rpy (rad)")
-        grasps.append(Grasp(str(g["end_effector"]), _pose(g, gw)))
+        grasps.append(Grasp(value_text(g["end_effector"], f"{gw}.end_effector", what="a frame name"),
+                            _pose(g, gw, GRASP_KEYS)))
     ees = [g.end_effector for g in grasps]
     if len(set(ees)) != len(ees):
         raise ConfigError(f"{where}: two grasps name the same end-effector ({ees}); give one grasp per end-effector")
     pose = _pose(raw.get("pose_in_base", {}), f"{where}: pose_in_base")
-    size = vector3(raw.get("size", [0.1, 0.1, 0.1]), f"{where}: size (m)")
+    size = np.array([positive_number(v, f"{where}: size[{i}]", MAX_EXTENT, _WHY_EXTENT, "m")
+                     for i, v in enumerate(_triple(raw.get("size", [0.1, 0.1, 0.1]), f"{where}: size"))])
     return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size)
 
 
-def check_inertia(value: Any, where: str) -> np.ndarray:
+def _triple(value: Any, where: str) -> list:
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ConfigError(f"{where} must be a list of 3 numbers (m), got {shown(value)}")
+    return list(value)
+
+
+def check_inertia(value: Any, where: str, mass: float | None = None) -> np.ndarray:
     """A 3x3 rotational inertia (kg m^2) that a real body can have, or ConfigError with the fix:
-    symmetric, positive principal moments that obey the triangle inequality."""
-    try:
-        I = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        I = np.zeros(0)
-    if I.shape != (3, 3) or not np.isfinite(I).all():
-        raise ConfigError(f"{where} must be a 3x3 list of finite numbers (kg m^2), got {value!r}")
+    symmetric, positive principal moments that obey the triangle inequality, and (given the
+    ``mass``) radii of gyration between MIN_GYRATION and MAX_GYRATION."""
+    if not isinstance(value, (list, tuple)) or len(value) != 3 or \
+            not all(isinstance(row, (list, tuple)) and len(row) == 3 for row in value):
+        raise ConfigError(f"{where} must be a 3x3 list of finite numbers (kg m^2), got {shown(value)}")
+    bound = MAX_OBJECT_MASS * MAX_GYRATION ** 2
+    I = np.array([[value_number(x, f"{where}[{i}][{j}]", lo=-bound, hi=bound, unit="kg m^2",
+                                why="a hundred tonnes 100 m from its CoM") for j, x in enumerate(row)]
+                  for i, row in enumerate(value)])
     scale = float(np.abs(I).max()) or 1.0
     if np.abs(I - I.T).max() > _INERTIA_RTOL * scale:
         raise ConfigError(f"{where} is not symmetric ({I.tolist()}); write the products of inertia once each (I[i][j] = I[j][i])")
@@ -169,6 +191,13 @@ def check_inertia(value: Any, where: str) -> np.ndarray:
         raise ConfigError(f"{where} has principal moments {np.round(moments, 9).tolist()} kg m^2, which break the triangle "
                           f"inequality ({a:.6g} + {b:.6g} < {c:.6g}): no real body has them; recompute them from the "
                           "shape (a box a x b x c of mass m: ixx = m(b^2+c^2)/12 ...)")
+    if mass is not None:
+        radii = np.sqrt(moments / mass)
+        if not (MIN_GYRATION <= radii.min() and radii.max() <= MAX_GYRATION):
+            raise ConfigError(f"{where} has principal moments {np.round(moments, 9).tolist()} kg m^2 for a mass of "
+                              f"{mass:g} kg: radii of gyration sqrt(I/m) {np.round(radii, 6).tolist()} m, outside "
+                              f"[{MIN_GYRATION:g}, {MAX_GYRATION:g}] m (an object between a millimetre and 100 m); "
+                              "check the units (kg m^2, not g mm^2 or kg mm^2)")
     return 0.5 * (I + I.T)
 
 

@@ -51,6 +51,11 @@ non-unit axis                                                normalised in ``Joi
                                                              ``JointInfo.axis`` is the given axis if
                                                              usable, else (1, 0, 0)
 non-numeric or non-finite origin / axis / limit values       error naming joint and attribute
+an origin (joint or inertial) beyond 1 km, or an origin      error naming it: a unit slip (no robot is
+angle beyond 1000 rad                                        a kilometre across)
+a limit beyond 1e10 (the "unlimited" sentinel below)         error naming joint and attribute
+``velocity="0"`` on a revolute, continuous or prismatic      error: no speed would be plausible and
+joint                                                        any motion would read as a runaway
 revolute / prismatic joint without ``<limit>``               warning; amended XML gets
                                                              ``<limit lower="-1e10" upper="1e10"
                                                              effort="1e10" velocity="1e10"/>``
@@ -69,7 +74,8 @@ lower > upper; negative effort or velocity                   error naming the jo
 ``<transmission>``, ``<gazebo>``, ``<calibration>`` ...      ignored
 ``<inertial>`` without ``<mass>`` or ``<inertia>``, or       error naming the link (urdfdom refuses it,
 an inertia attribute missing                                 Pinocchio then silently uses zero inertia)
-mass negative, NaN, infinite, non-numeric                    error naming the link
+mass negative, NaN, infinite, non-numeric, or over 1e6 kg   error naming the link
+a radius of gyration sqrt(I/m) beyond 1 km                   error naming the link (check the units)
 mass exactly 0 and all six inertia values 0                  a *dummy link*: treated like a link
                                                              without ``<inertial>`` (rules below),
                                                              plus a warning
@@ -135,6 +141,12 @@ __all__ = ["JointInfo", "UrdfReport", "check_urdf", "read_urdf", "UNLIMITED", "J
 
 #: Finite stand-in for "no limit" written into amended ``<limit>`` elements (see module doc).
 UNLIMITED = 1e10
+# Physical ranges of what a URDF describes (beyond them: a unit slip or a typo, which would make
+# the plant diverge with advice no control rate can follow).
+MAX_DISTANCE = 1e3     # m: a joint or a CoM a kilometre from its link (no robot is larger)
+MAX_ANGLE = 1e3        # rad: an origin's roll, pitch or yaw (beyond a thousand radians is a typo)
+MAX_LINK_MASS = 1e6    # kg: a thousand tonnes (the ISS is 420 t)
+_WHY_DISTANCE = "no robot is a kilometre across: a unit slip (mm for m?)"
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
 ROOT_TYPES = ("floating", "planar")
@@ -271,15 +283,25 @@ def _float(ctx: _Ctx, text: str | None, what: str, fix: str) -> float:
 
 
 def _vec3(
-    ctx: _Ctx, text: str | None, default: tuple[float, float, float], what: str
+    ctx: _Ctx, text: str | None, default: tuple[float, float, float], what: str,
+    bound: float | None = None, why: str = "",
 ) -> np.ndarray:
     if text is None:
         return np.array(default, dtype=float)
     parts = text.split()
     fix = 'write three finite numbers separated by spaces, e.g. "0 0 1"'
     if len(parts) != 3:
-        raise ctx.error(f"{what} is {text!r}, not three numbers; {fix}")
-    return np.array([_float(ctx, p, what, fix) for p in parts], dtype=float)
+        raise ctx.error(f"{what} is {_quoted(text)}, not three numbers; {fix}")
+    v = np.array([_float(ctx, p, what, fix) for p in parts], dtype=float)
+    if bound is not None and np.abs(v).max() > bound:
+        raise ctx.error(f"{what} is {_quoted(text)}, beyond +-{bound:g} ({why}); check the units")
+    return v
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut to one short line."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= limit else quoted[: limit - 4] + "...'"
 
 
 def _fmt(v: float) -> str:
@@ -320,6 +342,11 @@ def _check_inertial(ctx: _Ctx, link: _Link, inertial: ET.Element) -> None:
             f"{where}: mass {mass_txt!r} is not a finite non-negative number; give the link's "
             "mass in kg (> 0), or remove <inertial> if it is a massless frame"
         )
+    if mass > MAX_LINK_MASS:
+        raise ctx.error(
+            f"{where}: mass {mass_txt!r} kg is beyond {MAX_LINK_MASS:g} kg (a thousand tonnes: no robot link "
+            "weighs more); check the units (kg, not g)"
+        )
     inertia_el = inertial.find("inertia")
     if inertia_el is None:
         raise ctx.error(
@@ -337,8 +364,10 @@ def _check_inertial(ctx: _Ctx, link: _Link, inertial: ET.Element) -> None:
         vals[key] = _float(ctx, txt, f"{where}: inertia {key}", "give the value in kg m^2")
     origin = inertial.find("origin")
     if origin is not None:
-        _vec3(ctx, origin.get("xyz"), (0.0, 0.0, 0.0), f"{where}: <inertial><origin xyz>")
-        _vec3(ctx, origin.get("rpy"), (0.0, 0.0, 0.0), f"{where}: <inertial><origin rpy>")
+        _vec3(ctx, origin.get("xyz"), (0.0, 0.0, 0.0), f"{where}: <inertial><origin xyz>", MAX_DISTANCE,
+              _WHY_DISTANCE)
+        _vec3(ctx, origin.get("rpy"), (0.0, 0.0, 0.0), f"{where}: <inertial><origin rpy>", MAX_ANGLE,
+              "beyond a thousand radians is a typo, not an orientation")
 
     if mass == 0.0:
         if any(v != 0.0 for v in vals.values()):
@@ -364,6 +393,13 @@ def _check_inertial(ctx: _Ctx, link: _Link, inertial: ET.Element) -> None:
             f"{where}: inertia is not positive definite (principal moments {shown} kg m^2); "
             "check the signs and units of ixx..izz (ixy, ixz, iyz are products of inertia, often "
             "the negated integrals), and give a point mass a small inertia such as 2/5 m r^2"
+        )
+    gyration = math.sqrt(float(moments[-1]) / mass)
+    if gyration > MAX_DISTANCE:
+        raise ctx.error(
+            f"{where}: inertia (principal moments {shown} kg m^2) for a mass of {mass:g} kg has a radius of "
+            f"gyration sqrt(I/m) of {gyration:.3g} m, beyond {MAX_DISTANCE:g} m ({_WHY_DISTANCE}); check the "
+            "units (kg m^2, not g mm^2 or kg mm^2)"
         )
     total = float(moments.sum())
     for k in range(3):
@@ -459,7 +495,13 @@ def _check_limit(
     for key in ("lower", "upper", "effort", "velocity"):
         txt = lim.get(key)
         if txt is not None:
-            _float(ctx, txt, f"joint {name!r}: <limit {key}>", "give a finite number (SI units)")
+            value = _float(ctx, txt, f"joint {name!r}: <limit {key}>", "give a finite number (SI units)")
+            if abs(value) > UNLIMITED:
+                raise ctx.error(
+                    f"joint {name!r}: <limit {key}=\"{txt}\"> is beyond {UNLIMITED:g}, which stands for "
+                    f"'unlimited' here (a larger bound overflows the limit arithmetic); give the real limit, "
+                    f"or leave {key} out for no limit"
+                )
 
     if needs_range:
         has_lo, has_hi = lim.get("lower") is not None, lim.get("upper") is not None
@@ -497,6 +539,12 @@ def _check_limit(
         elif float(txt) < 0.0:
             raise ctx.error(
                 f"joint {name!r}: <limit {key}=\"{txt}\"> is negative; give the magnitude (>= 0)"
+            )
+        elif key == "velocity" and float(txt) == 0.0 and jtype in MOVING_TYPES:
+            raise ctx.error(
+                f"{jtype} joint {name!r}: <limit velocity=\"{txt}\"> says it cannot move (no speed is "
+                "plausible, and any motion would read as a runaway); give its real speed limit "
+                f"({unit}/s), or leave velocity out for no limit"
             )
     if added:
         ctx.amended = True
@@ -624,9 +672,10 @@ def check_urdf(xml: str, *, source: str = "<string>") -> UrdfReport:
                 )
         origin = jel.find("origin")
         xyz = _vec3(ctx, origin.get("xyz") if origin is not None else None, (0, 0, 0),
-                    f"joint {name!r}: <origin xyz>")
+                    f"joint {name!r}: <origin xyz>", MAX_DISTANCE, _WHY_DISTANCE)
         rpy = _vec3(ctx, origin.get("rpy") if origin is not None else None, (0, 0, 0),
-                    f"joint {name!r}: <origin rpy>")
+                    f"joint {name!r}: <origin rpy>", MAX_ANGLE, "beyond a thousand radians is a typo, "
+                    "not an orientation")
         axis = _check_axis(ctx, jel, name, jtype)
         if jtype == "planar" and abs(abs(axis[2]) - 1.0) > _AXIS_NORM_TOL:
             raise ctx.error(

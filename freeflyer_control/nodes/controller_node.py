@@ -41,7 +41,12 @@ the controller captures it (runtime.capture_control): it reads /object/odom, dri
 first grasping end-effector onto its grasp frame, calls the plant's capture service
 (``capture_service``, std_srvs/Trigger) once its own check says the grasp is within tolerance,
 and after a successful answer brings robot and object to rest; /diagnostics shows
-``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused.
+``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused
+and ``object_odometry`` (ok, or why it is unusable). Approaching, /object/odom is guarded like
+the robot's own inputs: implausible for the object's model (speed over ``max_base_speed``, a
+rate its grasp frames could not have), older than ``object_odometry_timeout``, or not received
+since a clock step, it zeroes the commands (status ``implausible``, ``stale``, ``waiting``) and
+no capture is requested.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
@@ -86,7 +91,12 @@ from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import base_position
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
 from freeflyer_control.runtime.actuation_view import base_attitude_error, thruster_arrows
-from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
+from freeflyer_control.runtime.controller_server import (
+    CLOCK_SETTLE_TIME,
+    DEFAULT_OBJECT_TIMEOUT,
+    ControllerOutput,
+    ControllerServer,
+)
 from freeflyer_control.runtime.lockstep import base_wrench6
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
@@ -117,6 +127,8 @@ PARAMS = ROBOT_PARAMS + (
           "the plant must simulate it with object_free", read_only=True),
     Param("capture_service", "/plant_node/capture", "the plant's capture service (std_srvs/Trigger)",
           read_only=True),
+    Param("object_odometry_timeout", DEFAULT_OBJECT_TIMEOUT, "with capture_object: approaching, object odometry "
+          "older than this zeroes the commands and no capture is requested, s", range=(0.001, 1.0), read_only=True),
     Param("internal_force", 5.0, "squeeze setpoint on the held object, N (settable at run time)",
           range=(-100.0, 100.0)),
 )
@@ -139,7 +151,8 @@ class ControllerNode(Node):
                                        max_base_rate=p["max_base_rate"],
                                        obj=load_object(p["object"]) if p["object"] else None,
                                        internal_force=p["internal_force"],
-                                       capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None)
+                                       capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None,
+                                       object_timeout=p["object_odometry_timeout"])
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = quiet_publisher(self, Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
         self.pub_wheels = quiet_publisher(self, Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
@@ -158,15 +171,17 @@ class ControllerNode(Node):
         # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
         estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
         # What the tick's watchdog reads, taken before each tick (hil.schedule.deliver_pending).
+        object_odom = state_subscription(self, Odometry, "object/odom", self._on_object_odom) \
+            if p["capture_object"] else None
         self.tick_inputs = () if lockstep else queued_inputs(
             state_subscription(self, JointState, "joint_states", self._on_joints),
-            state_subscription(self, Odometry, "base/odom", self._on_odom), estop)
+            state_subscription(self, Odometry, "base/odom", self._on_odom), estop,
+            *([object_odom] if object_odom is not None else []))
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
         self.capture_client = None
         self.capture_future = None  # the capture request in flight: one at a time
         if p["capture_object"]:
-            state_subscription(self, Odometry, "object/odom", self._on_object_odom)
             self.capture_client = self.create_client(Trigger, p["capture_service"])
         for frame in self.ff.end_effectors:
             self.create_subscription(PoseStamped, f"ee_target/{frame}",
@@ -221,7 +236,7 @@ class ControllerNode(Node):
             reading = read_odometry(msg)
         except MessageError as exc:
             reading = exc
-        self.server.on_object_odometry(reading)
+        self.server.on_object_odometry(reading, now_s(self))
 
     def _request_capture(self) -> None:
         """Ask the plant to close the grasp (asynchronously: the control timer must not block)."""

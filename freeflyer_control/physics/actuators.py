@@ -225,6 +225,19 @@ def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) ->
     return Actuation(arm, wheels, thrust, np.zeros(ff.nb) if wrench is None else wrench)
 
 
+def applied_actuation(ff: FreeFlyerModel, act: Actuation, q: np.ndarray,
+                      v: np.ndarray | None = None) -> tuple[Actuation, np.ndarray]:
+    """What the actuators apply for the command ``act`` at the state (q, v): the saturated
+    actuation (:func:`saturate`) and the wrench it puts on the base, world axes about the
+    base_link origin ([fx, fy, mz] planar, [f; m] spatial): the thrusters' plus the bounded
+    ideal wrench. What :func:`generalized_forces` applies, in the terms a log reports."""
+    arm, wheels, thrust, wrench = _saturated(ff, act, v)
+    on_base = np.zeros(ff.nb) if wrench is None else wrench.copy()
+    if thrust.size and thrust.any():
+        on_base += local_wrench_to_world(ff, q, thruster_matrix(ff) @ thrust)
+    return Actuation(arm, wheels, thrust, np.zeros(ff.nb) if wrench is None else wrench), on_base
+
+
 def generalized_forces(
     ff: FreeFlyerModel, q: np.ndarray, act: Actuation, v: np.ndarray | None = None
 ) -> np.ndarray:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from freeflyer_control.errors import ModeError
+from freeflyer_control.inputs.values import shown
 
 
 class Mode(str, enum.Enum):
@@ -56,7 +57,7 @@ class Mode(str, enum.Enum):
         for mode in cls:
             if mode.value == key:
                 return mode
-        raise ModeError(f"unknown mode '{value}'; modes: {[m.value for m in cls]}")
+        raise ModeError(f"unknown mode {shown(value)}; modes: {[m.value for m in cls]}")
 
     def __str__(self) -> str:
         return self.value

@@ -19,6 +19,13 @@ Safety rules (DESIGN.md §7):
   non-finite or wildly over-limit commands, or overruns its period (control.law_guard) gives a
   zero command (``fault``), counted, with the law's name and the reason; the law is asked again
   at the next tick (the node latches an e-stop on it, which trips a testbed bridge);
+* the capture target's odometry (``capture_obj``) is guarded like the robot's own inputs while
+  the controller approaches it: refused when implausible for the object's model
+  (:class:`~freeflyer_control.runtime.plausibility.ObjectBounds`), watched for staleness (its own
+  ``object_timeout``: the plant publishes it at a lower rate), its arrival times discarded on a
+  clock step; while it is stale, implausible or not yet received the command is zero (status
+  ``stale``, ``implausible`` or ``waiting``, with the reason) and :attr:`capture_ready` is False,
+  so no capture is requested on a pose that is old or absurd;
 * the mode is validated before it is accepted; an impossible one is refused with the reason.
 """
 
@@ -51,6 +58,7 @@ from freeflyer_control.ros.conversions import (
 from freeflyer_control.runtime.plausibility import (
     DEFAULT_MAX_BASE_RATE,
     DEFAULT_MAX_BASE_SPEED,
+    ObjectBounds,
     PlausibilityBounds,
 )
 from freeflyer_control.runtime.capture_control import CaptureControl
@@ -62,6 +70,10 @@ from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 # or two stamped on the old clock cannot re-arm the controller.
 CLOCK_SETTLE_TIME = 0.25   # s
 INPUTS = ("joint_states", "base_odometry")
+OBJECT_INPUT = "object_odometry"
+# The capture target's odometry comes at the plant's object_rate (50 Hz by default), not at the
+# control rate: five of its periods.
+DEFAULT_OBJECT_TIMEOUT = 0.1   # s
 
 
 @dataclass(frozen=True)
@@ -123,6 +135,7 @@ class ControllerServer:
         approach law drives the first grasping end-effector onto its grasp frame, measured by
         :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's capture service
         would close the grasp; after :meth:`captured` the rest law stops the combined system.
+    object_timeout: s; while approaching, object odometry older than this zeroes the command.
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: ControlLaw | str = "computed_torque",
@@ -131,7 +144,8 @@ class ControllerServer:
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
                  obj: ObjectConfig | None = None, internal_force: float = 0.0,
-                 capture_obj: ObjectConfig | None = None, overrun_limit: int | None = OVERRUN_LIMIT):
+                 capture_obj: ObjectConfig | None = None, overrun_limit: int | None = OVERRUN_LIMIT,
+                 object_timeout: float = DEFAULT_OBJECT_TIMEOUT):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -163,6 +177,10 @@ class ControllerServer:
             self.capture = CaptureControl(ff, capture_obj, mode)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
+        self.object_watchdog = Watchdog(object_timeout, (OBJECT_INPUT,))
+        self.object_bounds = None if capture_obj is None else ObjectBounds.from_object(
+            capture_obj, max_speed=max_base_speed, max_rate=max_base_rate)
+        self._object_guard = ""          # why the object odometry was unusable at the last tick
         self.clock = ClockGuard()
         self.reader = JointStateReader(ff.joint_names)
         self.joints = None
@@ -174,7 +192,7 @@ class ControllerServer:
         self.stats = ControllerStats()
         self._last_status = "waiting"
         self._zero_actuation = saturate(ff, Actuation())
-        self._implausible = dict.fromkeys(INPUTS, "")  # the latest message's refusal, per input
+        self._implausible = dict.fromkeys(INPUTS + (OBJECT_INPUT,), "")  # the latest message's refusal, per input
         # The control law's clock: the node clock plus an offset that absorbs clock steps.
         self._offset = 0.0
         self._control_time = 0.0
@@ -240,6 +258,7 @@ class ControllerServer:
         self._rearm = reason
         self._fresh_since = None
         self.watchdog.reset()  # arrival times on the old clock say nothing about age on the new one
+        self.object_watchdog.reset()
 
     def record_error(self, error: MessageError) -> None:
         self.stats.errors.record(error)
@@ -299,13 +318,19 @@ class ControllerServer:
         return None if self.objects is None else _holding_refuses(self.ff, mode)
 
     # --- capture ----------------------------------------------------------------------------
-    def on_object_odometry(self, reading: BaseReading | MessageError) -> bool:
-        """The free object's odometry (its frame, the CoM, in world; twist world axes at the CoM)."""
+    def on_object_odometry(self, reading: BaseReading | MessageError, now: float) -> bool:
+        """The free object's odometry (its frame, the CoM, in world; twist world axes at the CoM)
+        arriving at ``now`` (s, node clock), or the reader's refusal; an implausible one is
+        refused and counted (:class:`ObjectBounds`)."""
+        tc = self._time(now)
         if isinstance(reading, MessageError):
             self.stats.errors.record(reading)
             return False
         if self.capture is None:
             return False
+        if tc is None or not self._plausible(OBJECT_INPUT, self.object_bounds.reading(reading)):
+            return False
+        self.object_watchdog.feed(OBJECT_INPUT, tc)
         quat = reading.orientation_xyzw
         R = pin.Quaternion(quat[3], *quat[:3]).normalized().toRotationMatrix()
         self.capture.set_object(pin.SE3(R, np.asarray(reading.position, float)),
@@ -314,8 +339,10 @@ class ControllerServer:
 
     @property
     def capture_ready(self) -> bool:
-        """Approaching, and within the capture tolerances now: time to call the plant's capture."""
-        return self.capture is not None and self.state is not None and self.capture.ready(self.state)
+        """Approaching on good inputs (the last tick was ``ok``: the object's odometry fresh and
+        plausible), and within the capture tolerances now: time to call the plant's capture."""
+        return (self.capture is not None and self.state is not None and self._last_status == "ok"
+                and not self._object_guard and self.capture.ready(self.state))
 
     def captured(self) -> None:
         """The plant closed the grasp: switch to the rest law over robot and object."""
@@ -332,7 +359,9 @@ class ControllerServer:
         phase = "at_rest" if c.at_rest(self.state) else c.phase
         out = {"capture_state": phase}
         if c.phase == "approach":
-            out["capture_refusal"] = c.refusal(self.state) or ""
+            guard = self._object_guard if c.object_pose is not None else ""  # else the law's own refusal says it
+            out["capture_refusal"] = guard or c.refusal(self.state) or ""
+            out["object_odometry"] = self._object_guard or "ok"
         return out
 
     def set_object_target(self, position, orientation_xyzw) -> None:
@@ -423,7 +452,7 @@ class ControllerServer:
         if stale:
             status = "stale" if self.started else "waiting"
             return self._zero(status, "; ".join(stale), now)
-        implausible = "; ".join(reason for reason in self._implausible.values() if reason)
+        implausible = "; ".join(reason for name, reason in self._implausible.items() if reason and name in INPUTS)
         if implausible:
             return self._zero("implausible", implausible, now)
         if not self.started:
@@ -434,7 +463,7 @@ class ControllerServer:
         if self.objects is not None:
             return self._object_tick(now)
         if self.capture is not None:
-            return self._capture_tick(now)
+            return self._capture_tick(tc, now)
         actuation, info = self.loop.tick(tc, self.state, self.period)
         if info.fault is not None:
             return self._fault(str(info.fault), now)
@@ -454,7 +483,10 @@ class ControllerServer:
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
 
-    def _capture_tick(self, now: float) -> ControllerOutput:
+    def _capture_tick(self, tc: float, now: float) -> ControllerOutput:
+        guard = self._object_inputs(tc)
+        if guard:
+            return self._zero(*guard, now)
         actuation = self.capture.tick(self.state)
         if actuation is None:
             return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
@@ -463,6 +495,27 @@ class ControllerServer:
             return self._fault("capture law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", None)
+
+    def _object_inputs(self, tc: float) -> tuple[str, str] | None:
+        """(status, reason) of a zero command while the object odometry the approach acts on is
+        not received, stale or implausible; None when it is good (or no longer needed: captured)."""
+        self._object_guard = ""
+        if self.capture.phase != "approach":
+            return None
+        name = self.capture.obj.name
+        if self._implausible[OBJECT_INPUT]:
+            self._object_guard = self._implausible[OBJECT_INPUT]
+            return "implausible", self._object_guard
+        stale = self.object_watchdog.stale(tc)
+        if stale and self.capture.object_pose is None:
+            self._object_guard = f"no odometry of '{name}' yet (/object/odom)"
+            return "waiting", self._object_guard
+        if stale:
+            since = f" since the {self.stats.last_clock_step}" if OBJECT_INPUT not in self.object_watchdog.last \
+                and self.stats.clock_steps else ""
+            self._object_guard = f"odometry of '{name}': {stale[0]}{since}"
+            return "stale", self._object_guard
+        return None
 
     def _rearming(self, tc: float | None, stale: list[str]) -> str | None:
         """After a clock step: why commands stay zero (until both inputs have been fresh for

@@ -13,7 +13,11 @@ not the safety limits of a testbed (``hil.config.Limits`` are):
   (prismatic); continuous joints (wheels): ``|angle| <= CONTINUOUS_ANGLE_BOUND``;
 * joint rates: ``VELOCITY_FACTOR`` times the URDF velocity limit;
 * base: speed ``max_base_speed`` m/s, rate ``max_base_rate`` rad/s, and distance from the
-  ``world`` origin ``max_base_distance`` m (configurable, defaults below).
+  ``world`` origin ``max_base_distance`` m (configurable, defaults below);
+* a free object (the capture target, :class:`ObjectBounds`): the same distance and speed
+  bounds for its CoM, and a rate bound derived from its model: no faster than
+  ``max_base_rate``, nor so fast that a grasp frame (or a corner of the object) would move
+  faster than the speed bound.
 """
 
 from __future__ import annotations
@@ -24,6 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.plausible_motion import (  # noqa: F401 - the defaults, named here too
+    DEFAULT_MAX_BASE_DISTANCE,
+    DEFAULT_MAX_BASE_RATE,
+    DEFAULT_MAX_BASE_SPEED,
+)
+from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.state import State, base_position, base_twist_world, joint_positions
 from freeflyer_control.ros.conversions import BaseReading, JointReading
 
@@ -31,9 +41,6 @@ from freeflyer_control.ros.conversions import BaseReading, JointReading
 VELOCITY_FACTOR = 2.0
 # An unwrapped wheel angle grows without bound, but past this float64 keeps less than 1e-6 rad.
 CONTINUOUS_ANGLE_BOUND = 1e9            # rad
-DEFAULT_MAX_BASE_SPEED = 5.0            # m/s: an air-bearing base moves at < 0.5, a docking approach at < 1
-DEFAULT_MAX_BASE_RATE = 10.0            # rad/s: about 1.6 turns per second
-DEFAULT_MAX_BASE_DISTANCE = 1e4         # m from the world origin (the initial CoM or the table origin)
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,52 @@ class PlausibilityBounds:
             linear, angular = base_twist_world(ff, state)
         return (self.joints(joint_positions(ff, state.q), state.v[ff.nb:], what)
                 or self.base(base_position(ff, state.q), linear, angular, what))
+
+
+@dataclass(frozen=True)
+class ObjectBounds:
+    """Bounds of a plausible free object's odometry (the capture target's), derived from its model.
+
+    Attributes:
+        name: the object, for messages.
+        max_distance: m, of its CoM from the world origin.
+        max_speed: m/s, of its CoM.
+        max_rate: rad/s: ``max_base_rate``, or less for a large object: at most ``max_speed``
+            over ``reach``.
+        reach: m, the largest distance from its CoM of a grasp frame or a corner of its box.
+    """
+
+    name: str
+    max_distance: float
+    max_speed: float
+    max_rate: float
+    reach: float
+
+    @classmethod
+    def from_object(cls, obj: ObjectConfig, *, max_speed: float = DEFAULT_MAX_BASE_SPEED,
+                    max_rate: float = DEFAULT_MAX_BASE_RATE,
+                    max_distance: float = DEFAULT_MAX_BASE_DISTANCE) -> "ObjectBounds":
+        reach = max([float(np.linalg.norm(g.placement.translation)) for g in obj.grasps]
+                    + [0.5 * float(np.linalg.norm(obj.size))])
+        rate = min(float(max_rate), float(max_speed) / reach) if reach > 0 else float(max_rate)
+        return cls(obj.name, float(max_distance), float(max_speed), rate, reach)
+
+    def reading(self, reading: BaseReading, what: str = "object odometry") -> str | None:
+        """Why the object's pose and twist (world, CoM) are implausible (one sentence), or None."""
+        distance = _norm(reading.position)
+        if not distance <= self.max_distance:
+            return (f"{what}: '{self.name}' {distance:.4g} m from the world origin, beyond the plausible "
+                    f"{self.max_distance:.4g} m: a corrupt reading or wrong units")
+        speed = _norm(reading.linear_velocity)
+        if not speed <= self.max_speed:
+            return (f"{what}: '{self.name}' moving at {speed:.4g} m/s, beyond the plausible {self.max_speed:.4g} m/s "
+                    "(max_base_speed): a corrupt reading or wrong units")
+        rate = _norm(reading.angular_velocity)
+        if not rate <= self.max_rate:
+            return (f"{what}: '{self.name}' turning at {rate:.4g} rad/s, beyond the plausible {self.max_rate:.4g} "
+                    f"rad/s (max_base_rate, or a point {self.reach:.3g} m from its CoM moving faster than "
+                    f"{self.max_speed:.4g} m/s): a corrupt reading or wrong units")
+        return None
 
 
 def _norm(vector) -> float:

@@ -40,6 +40,7 @@ from freeflyer_control.sim.pose_record import (
     robot_pose_sample,
 )
 from freeflyer_control.sim.progress import report_progress
+from freeflyer_control.sim.result import applied_or_nan
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
 OBJECT_MANEUVERS = ("object-transport", "object-rotate")
@@ -172,15 +173,19 @@ def prepare(config: ObjectSimConfig):
 
 def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel, obj: ObjectConfig) -> dict[str, list[str]]:
     """The series of an object run and their column labels (timeseries.csv's header); the pose
-    series are :mod:`freeflyer_control.sim.pose_record`'s."""
+    series are :mod:`freeflyer_control.sim.pose_record`'s. Torques and forces as the plant applied
+    them, and as commanded (``*_commanded``), as sim.result.Recorder's."""
     xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
+    wrench = ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"]
     return {"t": ["t"], **object_pose_columns(), "object_reference": xyz, "object_rotation_error": ["rad"],
             "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
             **grasp_wrench_columns([g.end_effector for g in obj.grasps], ff.base == "planar"),
             **robot_pose_columns(held), "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
-            "arm_torques": list(held.arm_joint_names), "wheel_torques": list(held.wheel_joint_names),
+            "arm_torques": list(held.arm_joint_names), "arm_torques_commanded": list(held.arm_joint_names),
+            "wheel_torques": list(held.wheel_joint_names), "wheel_torques_commanded": list(held.wheel_joint_names),
             "thruster_forces": [t.name for t in held.thrusters],
-            "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
+            "thruster_forces_commanded": [t.name for t in held.thrusters],
+            "base_wrench_world": wrench, "base_wrench_commanded": wrench,
             **{f"momentum_{g}": pl for g in ("base", "arm", "object", "total")}}
 
 
@@ -257,6 +262,7 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
             if k % every == 0 or k == steps:
                 momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
                 squeeze, wrenches = _grasp_wrenches(plant, tick.actuation)
+                applied, on_base = applied_or_nan(held, tick.actuation, plant.state.q, plant.state.v)
                 log.record({
                     "t": [t],
                     **object_pose_sample(tick.object_pose, tick.object_twist),
@@ -270,10 +276,15 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
                     "base_position_change": [np.linalg.norm(base_position(held, plant.state.q) - base_position(held, state.q))],
                     "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
                     "com": data_held.com[0].copy(),
-                    "arm_torques": tick.actuation.arm_torques,
-                    "wheel_torques": _padded(tick.actuation.wheel_torques, held.wheel_v_indices.size),
-                    "thruster_forces": _padded(tick.actuation.thruster_forces, len(held.thrusters)),
-                    "base_wrench_world": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size else np.zeros(3 if ff.base == "planar" else 6),
+                    "arm_torques": applied.arm_torques,
+                    "arm_torques_commanded": tick.actuation.arm_torques,
+                    "wheel_torques": applied.wheel_torques,
+                    "wheel_torques_commanded": _padded(tick.actuation.wheel_torques, held.wheel_v_indices.size),
+                    "thruster_forces": applied.thruster_forces,
+                    "thruster_forces_commanded": _padded(tick.actuation.thruster_forces, len(held.thrusters)),
+                    "base_wrench_world": on_base,
+                    "base_wrench_commanded": tick.actuation.base_wrench_world if tick.actuation.base_wrench_world.size
+                    else np.zeros(3 if ff.base == "planar" else 6),
                     **{f"momentum_{g}": momenta[g] for g in ("base", "arm", "object", "total")},
                 })
             if k == steps:
@@ -359,7 +370,8 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
         "com_drift_m": float(np.linalg.norm(com - com[0], axis=1).max()),
         "base_attitude_change_rad": float(s["base_attitude_change"].max()),
         "base_position_change_m": float(np.linalg.norm(s["base_position"] - s["base_position"][0], axis=1).max()),
-        "peak_arm_torque_Nm": float(np.abs(s["arm_torques"]).max()),
+        "peak_arm_torque_Nm": float(np.abs(s["arm_torques"]).max()),  # as applied: saturated at the limits
+        "peak_arm_torque_commanded_Nm": float(np.abs(s["arm_torques_commanded"]).max()),
         "peak_wheel_torque_Nm": float(np.abs(s["wheel_torques"]).max(initial=0.0)),
         "peak_thruster_force_N": float(np.abs(s["thruster_forces"]).max(initial=0.0)),
         "real_time_factor": t_reached / elapsed if elapsed > 0 else None,

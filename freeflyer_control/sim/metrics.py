@@ -89,10 +89,43 @@ def _tracking_error(s, ff, task_space: bool) -> np.ndarray:
     return err
 
 
+# Applied and commanded pairs of the Recorder, and the tolerance within which the two agree
+# (relative to the command, plus an absolute floor): the allocator meets a feasible wrench to
+# about 1e-12 of it, so anything larger is a saturated thruster, torque or ideal wrench.
+SATURATION_PAIRS = (("arm_torques", "arm_torques_commanded"), ("wheel_torques", "wheel_torques_commanded"),
+                    ("thruster_forces", "thruster_forces_commanded"), ("base_wrench_world", "base_wrench_commanded"))
+SATURATION_TOLERANCE = 1e-6
+
+
+def saturated_fraction(series: Mapping[str, np.ndarray]) -> float:
+    """The fraction of the samples with a command the actuators did not apply in full (a torque,
+    thruster force or ideal base wrench clipped at its limit), among those with a command."""
+    flags, counted = None, None
+    for applied_key, commanded_key in SATURATION_PAIRS:
+        applied, commanded = series.get(applied_key), series.get(commanded_key)
+        if commanded is None or applied is None or len(commanded) == 0 or len(applied) != len(commanded):
+            raise Unavailable(f"no samples of {commanded_key}")
+        applied = np.asarray(applied, dtype=float).reshape(len(applied), -1)
+        commanded = np.asarray(commanded, dtype=float).reshape(len(commanded), -1)
+        if flags is None:
+            flags, counted = np.zeros(len(commanded), dtype=bool), np.ones(len(commanded), dtype=bool)
+        if commanded.shape[1] == 0:
+            continue
+        finite = np.isfinite(commanded).all(axis=1) & np.isfinite(applied).all(axis=1)
+        counted &= finite
+        with np.errstate(invalid="ignore"):
+            off = np.abs(applied - commanded) > SATURATION_TOLERANCE * (1.0 + np.abs(commanded))
+        flags |= finite & off.any(axis=1)
+    if counted is None or not counted.any():
+        raise Unavailable("no sample has a command: the controller never ran")
+    return float(flags[counted].mean())
+
+
 def run_metrics(ff, series: Mapping[str, np.ndarray], task_space: bool) -> dict:
     """The summary figures of a run of robot ``ff`` (see the module docstring): momentum
     (world axes, angular about the system CoM), CoM drift, base attitude and position change,
-    tracking error, arm torque, smallest singular value of the task GJM (task space only).
+    tracking error, arm torque as applied and as commanded, the fraction of samples with a
+    saturated command, smallest singular value of the task GJM (task space only).
 
     Returns the figures, plus ``not_available``: {figure: why} for each figure that is None.
     """
@@ -127,6 +160,8 @@ def run_metrics(ff, series: Mapping[str, np.ndarray], task_space: bool) -> dict:
     figure("final_tracking_error", lambda: tracked()[-1])
     out["tracking_error_units"] = "m (end-effector position)" if task_space else "rad (arm joint positions)"
     figure("max_abs_arm_torque_nm", lambda: np.abs(_signal(s, "arm_torques")).max(initial=0.0))
+    figure("max_abs_arm_torque_commanded_nm", lambda: np.abs(_signal(s, "arm_torques_commanded")).max(initial=0.0))
+    figure("saturated_fraction", lambda: saturated_fraction(s))
     if task_space:
         figure("min_sigma", lambda: _smallest_sigma(s))
     else:

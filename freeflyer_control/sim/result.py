@@ -14,6 +14,7 @@ from freeflyer_control.control.maneuvers import make_maneuver
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.control.references import JointReference
 from freeflyer_control.model import FreeFlyerModel
+from freeflyer_control.physics.actuators import Actuation, applied_actuation
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import (
     State,
@@ -47,7 +48,15 @@ class SimResult:
 
 class Recorder:
     """Samples the closed loop into named time series, and into ``stream`` (timeseries.csv as
-    the run goes) if one is given."""
+    the run goes) if one is given.
+
+    Torques and forces are logged as the plant applied them (``arm_torques``, ``wheel_torques``,
+    ``thruster_forces``: saturated to what the actuators give; ``base_wrench_world``: the wrench
+    the thrusters or the bounded ideal actuator put on the base, world axes about the base_link
+    origin), and as the controller commanded them, labelled so (``*_commanded``;
+    ``base_wrench_commanded``: the wrench the control law asked of the base). A command beyond
+    an actuator's limit shows as the two differing.
+    """
 
     def __init__(self, ff: FreeFlyerModel, stream: TimeseriesStream | None = None, contact: bool = False):
         self.ff = ff
@@ -69,9 +78,13 @@ class Recorder:
             "base_angular_velocity": xyz,
             "com": xyz,
             "arm_torques": arm,
+            "arm_torques_commanded": arm,
             "wheel_torques": list(ff.wheel_joint_names),
+            "wheel_torques_commanded": list(ff.wheel_joint_names),
             "thruster_forces": [t.name for t in ff.thrusters],
-            "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
+            "thruster_forces_commanded": [t.name for t in ff.thrusters],
+            "base_wrench_world": _wrench_labels(ff),
+            "base_wrench_commanded": _wrench_labels(ff),
             "ee_positions": [f"{ee}_{a}" for ee in ff.end_effectors for a in xyz],
             "ee_targets": [f"{ee}_{a}" for ee in ff.end_effectors for a in xyz],
             "sigma_min": ["sigma_min"],
@@ -91,14 +104,21 @@ class Recorder:
             stream.begin(self.columns)
 
     def record(self, t: float, state: State, info, actuation, mode: Mode | None = None,
-               extra: dict[str, np.ndarray] | None = None) -> None:
+               extra: dict[str, np.ndarray] | None = None,
+               applied: tuple[Actuation, np.ndarray] | None = None) -> None:
         """One sample of the plant ``state`` at ``t`` (s) and of the controller's tick ``info``.
 
+        ``actuation``: the controller's command. ``applied``: what the plant applies for it
+        (:func:`~freeflyer_control.physics.actuators.applied_actuation` of the plant's model and
+        the delivered command); default: the command saturated on this recorder's robot.
         ``info`` None (a controller that has not ticked yet, e.g. waiting for a testbed's
         first measurements): its signals are NaN and ``mode`` is recorded as the mode in force.
         """
         if info is None:
             info = _no_tick_info(self.ff, mode)
+        if applied is None:
+            applied = applied_or_nan(self.ff, actuation, state.q, state.v)
+        act, on_base = applied
         ff, data = self.ff, self.data
         lin, ang = base_twist_world(ff, state)
         momenta = group_momenta(ff, data, state)  # also runs forward kinematics
@@ -122,10 +142,14 @@ class Recorder:
             "base_linear_velocity": lin,
             "base_angular_velocity": ang,
             "com": data.com[0].copy(),
-            "arm_torques": actuation.arm_torques,
-            "wheel_torques": actuation.wheel_torques,
-            "thruster_forces": actuation.thruster_forces,
-            "base_wrench_world": info.effort.base_wrench_world,
+            "arm_torques": act.arm_torques,
+            "arm_torques_commanded": actuation.arm_torques,
+            "wheel_torques": act.wheel_torques,
+            "wheel_torques_commanded": actuation.wheel_torques,
+            "thruster_forces": act.thruster_forces,
+            "thruster_forces_commanded": _sized(actuation.thruster_forces, len(ff.thrusters)),
+            "base_wrench_world": on_base,
+            "base_wrench_commanded": info.effort.base_wrench_world,
             "ee_positions": ee_pos,
             "ee_targets": targets,
             "sigma_min": np.array([rr.sigma_min if rr else np.nan]),
@@ -148,6 +172,47 @@ class Recorder:
         """Every series as an (n, k) array, n = samples so far (0 before the first)."""
         return {key: np.vstack(self.rows[key]) if self.rows.get(key) else np.zeros((0, len(cols)))
                 for key, cols in self.columns.items()}
+
+
+def _wrench_labels(ff: FreeFlyerModel) -> list[str]:
+    return ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"]
+
+
+def _sized(values, n: int) -> np.ndarray:
+    """A command part of ``n`` entries (an empty one is zero)."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    return values if values.size else np.zeros(n)
+
+
+def applied_or_nan(ff: FreeFlyerModel, actuation: Actuation, q: np.ndarray,
+                   v: np.ndarray) -> tuple[Actuation, np.ndarray]:
+    """:func:`~freeflyer_control.physics.actuators.applied_actuation`, or NaN throughout for a
+    command no plant applies (non-finite: a controller that has not ticked)."""
+    try:
+        return applied_actuation(ff, actuation, q, v)
+    except ValueError:
+        arm, wheels, thrust, wrench = (np.full(n, np.nan) for n in (
+            len(ff.arm_joint_names), len(ff.wheel_joint_names), len(ff.thrusters), ff.nb))
+        return Actuation(arm, wheels, thrust, wrench), wrench.copy()
+
+
+def applied_rows(ff: FreeFlyerModel, arm: np.ndarray, wheels: np.ndarray, thrust: np.ndarray,
+                 wrench: np.ndarray | None, q: np.ndarray, v: np.ndarray,
+                 deliver=None) -> dict[str, np.ndarray]:
+    """The applied series (Recorder's ``arm_torques``, ``wheel_torques``, ``thruster_forces``,
+    ``base_wrench_world``) of logged commands, one row per logged state (q, v), on the plant's
+    robot ``ff``; ``wrench``: the ideal base wrench commanded (world), None when the thrusters
+    carry the base wrench; ``deliver(command)``: what the actuators deliver (a run's
+    ``Perturbation.actuation``; None: the command)."""
+    rows = q.shape[0]
+    out = {"arm_torques": np.empty((rows, arm.shape[1])), "wheel_torques": np.empty((rows, wheels.shape[1])),
+           "thruster_forces": np.empty((rows, thrust.shape[1])), "base_wrench_world": np.empty((rows, ff.nb))}
+    for i in range(rows):
+        command = Actuation(arm[i], wheels[i], thrust[i], np.zeros(0) if wrench is None else wrench[i])
+        act, on_base = applied_or_nan(ff, command if deliver is None else deliver(command), q[i], v[i])
+        out["arm_torques"][i], out["wheel_torques"][i] = act.arm_torques, act.wheel_torques
+        out["thruster_forces"][i], out["base_wrench_world"][i] = act.thruster_forces, on_base
+    return out
 
 
 def _no_tick_info(ff: FreeFlyerModel, mode: Mode | str | None) -> TickInfo:

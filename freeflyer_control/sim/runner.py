@@ -24,7 +24,7 @@ from freeflyer_control.physics.kernels.plant import make_plant
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.sim.config import SimConfig, initial_state, parse_mode_schedule  # noqa: F401 (parse_mode_schedule: the API)
 from freeflyer_control.sim.progress import report_progress
-from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
+from freeflyer_control.sim.result import Recorder, SimResult, applied_or_nan, stopped_result, summarize
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial
 from freeflyer_control.sim.perturbation import Perturbation
 
@@ -106,14 +106,15 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
                 loop.request_mode(m, t, f"schedule at {t_s:g} s")
             contact = plant.contact.sample(plant.state.q, plant.state.v) if plant.contact else None
             actuation, info = loop.tick(t, measure(t, plant.state), dt, None if contact is None else contact.force)
+            delivered = perturbation.actuation(ff, actuation)
             if k % log_every == 0 or k == n_ticks or info.fault is not None:
                 extra = None if contact is None else contact_samples(plant, actuation, contact, maneuver, t)
-                recorder.record(t, plant.state, info, actuation, extra=extra)
+                applied = applied_or_nan(plant.ff, delivered, plant.state.q, plant.state.v)
+                recorder.record(t, plant.state, info, actuation, extra=extra, applied=applied)
             if k == n_ticks or info.fault is not None:  # a failed law ends the run here
                 t_reached = t
                 break
             try:
-                delivered = perturbation.actuation(ff, actuation)
                 for _ in range(substeps):
                     plant.step(delivered)
             except PlantDiverged as exc:  # the run ends here; the summary says why

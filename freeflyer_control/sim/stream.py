@@ -76,9 +76,20 @@ class TimeseriesStream:
         self._mode_col = sum(self._widths[:self._keys.index("mode")]) if has_mode else None
         header = ["t"] + [f"{key}.{label}" for key in self._keys[1:] for label in columns[key]] + ["mode"] * has_mode
         self._file = open(self.path, "w", newline="", encoding="utf-8")
-        csv.writer(self._file).writerow(header)
-        self._file.flush()
+        with self._naming_the_file():
+            csv.writer(self._file).writerow(header)
+            self._file.flush()
         self._last_flush = time.perf_counter()
+
+    @contextmanager
+    def _naming_the_file(self):
+        """A failed write (a full disk) raised as an OSError that names this file."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is not None or exc.errno is None:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def write(self, samples: Mapping[str, np.ndarray]) -> None:
         """Append rows: ``samples[key]`` is one sample (shape (k,)) or a block (shape (n, k)) of
@@ -99,17 +110,19 @@ class TimeseriesStream:
             modes = table[:, self._mode_col].tolist()
             text = "".join(",".join(map(repr, values)) + "," + _MODE_NAMES[int(mode)] + "\r\n"
                            for values, mode in zip(table.tolist(), modes))
-        self._file.write(text)
-        self.rows += n
-        now = time.perf_counter()
-        if now - self._last_flush >= self.flush_interval:
-            self._file.flush()
-            self._last_flush = now
+        with self._naming_the_file():
+            self._file.write(text)
+            self.rows += n
+            now = time.perf_counter()
+            if now - self._last_flush >= self.flush_interval:
+                self._file.flush()
+                self._last_flush = now
 
     def close(self) -> None:
         """Flush and close the file (a stream never begun writes nothing)."""
         if self._file is not None and not self._file.closed:
-            self._file.close()
+            with self._naming_the_file():
+                self._file.close()
 
 
 def interrupted_by_user(exc: BaseException) -> bool:

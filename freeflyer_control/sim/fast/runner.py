@@ -26,6 +26,7 @@ import math
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from collections.abc import Callable
 from contextlib import contextmanager
 
@@ -64,7 +65,7 @@ from freeflyer_control.sim.config import SimConfig, initial_state
 from freeflyer_control.sim.limits import run_size_problem
 from freeflyer_control.sim.perturbation import Perturbation
 from freeflyer_control.sim.progress import report_progress
-from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
+from freeflyer_control.sim.result import Recorder, SimResult, applied_rows, stopped_result, summarize
 from freeflyer_control.sim.stream import keeps_partial
 
 _REF_KINDS = {"wilde": 1, "station-keeping": 0, "ee-point": TK.REF_EE_POINT, "ee-circle": TK.REF_EE_CIRCLE}
@@ -271,7 +272,9 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
                             0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
                      out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
-        _series(ff, kr_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
+        # what the plant applies: the commands through the run's actuator gains, on its model
+        applied = _Applied(plant_ff, lambda act: perturbation.actuation(ff, act), loop.mapper.base_actuation == "ideal")
+        _series(ff, kr_model, recorder.columns, logged[:0] * dt, out, slice(0, 0), applied)
 
     wall0 = time.perf_counter()
     last_progress = [wall0]
@@ -310,7 +313,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             new = slice(row, row + done)
             out["mode"][new] = code
             row, k = row + done, k_next
-            recorder.extend(_series(ff, kr_model, recorder.columns, logged[new] * dt, out, new))
+            recorder.extend(_series(ff, kr_model, recorder.columns, logged[new] * dt, out, new, applied))
             if diverged is not None:
                 t_reached = int(div[2]) * dt  # the last tick whose steps all went through
                 break
@@ -405,9 +408,21 @@ def _logged_ticks(n_ticks: int, log_every: int) -> np.ndarray:
     return logged if logged[-1] == n_ticks else np.append(logged, n_ticks)
 
 
-def _series(ff, km, columns, t, out, new) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class _Applied:
+    """How a run's commands become what its plant applies: ``deliver`` (the actuator gains of
+    its dispersions), then saturation on ``plant_ff`` (the robot as flown); ``ideal``: the base
+    wrench is the ideal actuator's (else the thrusters carry it)."""
+
+    plant_ff: object
+    deliver: object
+    ideal: bool
+
+
+def _series(ff, km, columns, t, out, new, applied: _Applied) -> dict[str, np.ndarray]:
     """The Recorder's series (same keys, order and columns) of the logged rows ``new`` of
-    ``out`` (the arrays run_ticks fills)."""
+    ``out`` (the arrays run_ticks fills, commands as computed). The applied torques and forces
+    are the commands delivered and saturated as the plant step does (``sim.result.applied_rows``)."""
     rows = t.size
     model = ff.model
     base_group = np.zeros(km.jint.shape[0], dtype=np.int64)
@@ -427,10 +442,13 @@ def _series(ff, km, columns, t, out, new) -> dict[str, np.ndarray]:
     series["mode"][:, 0] = out["mode"][new]
     series["arm_reference"][:] = out["pos"][new]
     series["arm_reference_rate"][:] = out["vel"][new]
-    series["arm_torques"][:] = out["arm"][new]
-    series["wheel_torques"][:] = out["wheel"][new]
-    series["base_wrench_world"][:] = out["wrench"][new]
-    series["thruster_forces"][:] = out["thrust"][new]
+    series["arm_torques_commanded"][:] = out["arm"][new]
+    series["wheel_torques_commanded"][:] = out["wheel"][new]
+    series["base_wrench_commanded"][:] = out["wrench"][new]
+    series["thruster_forces_commanded"][:] = out["thrust"][new]
+    series.update(applied_rows(applied.plant_ff, out["arm"][new], out["wheel"][new], out["thrust"][new],
+                               out["wrench"][new] if applied.ideal else None, out["q"][new], out["v"][new],
+                               applied.deliver))
     series["ee_targets"][:] = out["targets"][new] if out["targets"].shape[1] else np.nan
     series["sigma_min"][:, 0] = out["sigma"][new]
     series["blend"][:, 0] = out["blend"][new]
