@@ -45,13 +45,13 @@ def test_held_object_is_measured_where_the_config_holds_it_with_a_wrench_per_end
 def test_squeezing_torques_load_the_grasps_with_opposite_forces(planar):
     ff, obj = planar
     server = held_server(ff, obj)
-    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=3.5)
     out = run_closed_loop(server, controller, 5)
     assert out.status == "ok"
     w = server.object_reading(5 / RATE).wrenches
     left, right = w["left_ee_link"], w["right_ee_link"]
     # Net force on an object at rest is ~0, so the two grasp forces cancel; the squeeze makes
-    # them non-zero (5 N setpoint, at least 1 N each along the grasp line).
+    # them non-zero (3.5 N each hand presses with, at least 1 N each along the grasp line).
     assert np.linalg.norm(left[:3] + right[:3]) < 0.1 * np.linalg.norm(left[:3])
     assert np.linalg.norm(left[:3]) > 1.0
 
@@ -132,7 +132,7 @@ def run_closed_loop(server: PlantServer, controller: ControllerServer, steps: in
 def test_cooperative_controller_server_moves_the_object_to_its_target(robot, name, step):
     ff, obj = load_robot(robot), load_object(name)
     server = held_server(ff, obj)
-    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=3.5)
     start = server.object_reading(0.0).pose.translation.copy()
     goal = start + step
     run_closed_loop(server, controller, int(2.0 * RATE), target=(goal, [0.0, 0.0, 0.0, 1.0]))
@@ -154,7 +154,7 @@ def test_cooperative_controller_server_commands_zero_until_inputs_arrive(planar)
 def test_object_target_out_of_bounds_zeroes_the_commands(planar):
     ff, obj = planar
     server = held_server(ff, obj)
-    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=5.0)
+    controller = ControllerServer(ff, rate=RATE, obj=obj, internal_force=3.5)
     out = run_closed_loop(server, controller, 4, target=([5e3, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]))
     assert out.status == "implausible"
     assert out.reason == "object state or target implausible (non-finite or out of bounds)"

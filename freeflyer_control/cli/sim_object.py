@@ -24,8 +24,9 @@ def add_object_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--object", metavar="NAME|PATH",
                    help="an object held by the end-effectors (bundled name or object .yaml): flies "
                         "--maneuver object-transport or object-rotate with the cooperative controller")
-    p.add_argument("--internal-force", type=INTERNAL_FORCE, default=5.0,
-                   help="with --object: squeeze setpoint, N (default 5)")
+    p.add_argument("--internal-force", type=INTERNAL_FORCE, default=3.5,
+                   help="with --object: squeeze setpoint, the force each hand presses the object with, N "
+                        "(default 3.5); no internal moment")
 
 
 def object_options_problem(args: argparse.Namespace) -> str | None:

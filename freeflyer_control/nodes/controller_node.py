@@ -94,7 +94,8 @@ PARAMS = ROBOT_PARAMS + (
           "the plant must simulate it with object_free", read_only=True),
     Param("capture_service", "/plant_node/capture", "the plant's capture service (std_srvs/Trigger)",
           read_only=True),
-    Param("internal_force", 5.0, "squeeze setpoint on the held object, N (settable at run time)",
+    Param("internal_force", 3.5, "squeeze setpoint on the held object: the force each hand presses it with, N "
+          "(settable at run time)",
           range=(-100.0, 100.0)),
 )
 

@@ -56,7 +56,7 @@ class ObjectSimConfig:
     maneuver: str = "object-transport"
     mode: str = "floating"
     rate: float = 500.0
-    internal_force: float = 5.0
+    internal_force: float = 3.5
     duration: float | None = None
     log_rate: float = 50.0
     base_actuation: str = "thrusters"
@@ -159,7 +159,8 @@ def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel) -> dict[str, list[s
     """The series of an object run and their column labels (timeseries.csv's header)."""
     xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
     return {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
-            "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
+            "internal_force": ["N"], "internal_force_setpoint": ["N"], "internal_moment": ["N m"],
+            "grasp_constraint_error": ["m"], "grasp_constraint_rotation_error": ["rad"],
             "base_position": xyz, "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
             "arm_torques": list(held.arm_joint_names), "wheel_torques": list(held.wheel_joint_names),
             "thruster_forces": [t.name for t in held.thrusters],
@@ -244,9 +245,10 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
                     "object_position": tick.object_pose.translation,
                     "object_reference": ref.pose.translation,
                     "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
-                    "internal_force": [_measured_squeeze(plant, tick.actuation)],
+                    **_measured_internal_wrench(plant, tick.actuation),
                     "internal_force_setpoint": [config.internal_force],
-                    "grasp_constraint_error": [plant.constraint_error()],
+                    **dict(zip(("grasp_constraint_error", "grasp_constraint_rotation_error"),
+                               ([e] for e in plant.constraint_errors()))),
                     "base_position": base_position(held, plant.state.q),
                     "base_position_change": [np.linalg.norm(base_position(held, plant.state.q) - base_position(held, state.q))],
                     "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
@@ -278,14 +280,19 @@ def _padded(values: np.ndarray, n: int) -> np.ndarray:
     return values if values.size else np.zeros(n)
 
 
-def _measured_squeeze(plant: ClosedChainPlant, actuation) -> float:
-    """The squeeze (N) the plant's grasp wrenches show under the applied (saturated) actuation."""
+def _measured_internal_wrench(plant: ClosedChainPlant, actuation) -> dict[str, list[float]]:
+    """The squeeze (N, the force each hand presses with) and the largest internal moment at a
+    grasp (N m) that the plant's grasp wrenches show under the applied (saturated) actuation."""
     from freeflyer_control.physics.actuators import generalized_forces
-    from freeflyer_control.physics.grasp import squeeze_direction
+    from freeflyer_control.physics.grasp import internal_moments, squeeze_direction, squeeze_of
 
     tau = generalized_forces(plant.ff, plant.state.q, actuation, plant.state.v)
     f_e = plant.grasp_wrenches(tau).ravel()
-    return float(squeeze_direction(plant.ee_positions(), plant.ff.base == "planar") @ f_e)
+    planar = plant.ff.base == "planar"
+    pos = plant.ee_positions()
+    W = grasp_matrix(pos, plant.object_pose().translation, planar)
+    return {"internal_force": [squeeze_of(squeeze_direction(pos, planar), f_e)],
+            "internal_moment": [float(np.abs(internal_moments(W, f_e, planar)).max(initial=0.0))]}
 
 
 def _momenta(ff, held, obj, data_robot, data_held, state, object_twist, object_pose) -> dict[str, np.ndarray]:
@@ -321,11 +328,14 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
         "controller": "cooperative", "duration_s": duration, "rate_hz": config.rate,
         "internal_force_setpoint_N": config.internal_force,
         "max_grasp_constraint_error_m": float(max(plant.max_constraint_error, s["grasp_constraint_error"].max())),
+        "max_grasp_constraint_rotation_error_rad": float(max(plant.max_constraint_rotation_error,
+                                                             s["grasp_constraint_rotation_error"].max())),
         "object_rms_tracking_error_m": float(np.sqrt(np.mean(err ** 2))),
         "object_max_tracking_error_m": float(err.max()),
         "object_final_error_m": float(err[-1]),
         "object_max_rotation_error_rad": float(s["object_rotation_error"].max()),
         "internal_force_rms_error_N": float(np.sqrt(np.mean(f_err ** 2))),
+        "internal_moment_max_Nm": float(s["internal_moment"].max()),
         "max_abs_linear_momentum": float(np.linalg.norm(total[:, :3], axis=1).max()),
         "max_abs_angular_momentum": float(np.linalg.norm(total[:, 3:], axis=1).max()),
         "momentum_drift": float(np.abs(total - total[0]).max()),
