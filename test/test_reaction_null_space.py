@@ -212,3 +212,35 @@ def test_an_unknown_kind_is_refused():
     ff = load("planar_3link")
     with pytest.raises(ValueError, match="attitude"):
         reaction_null_space(ff, ff.create_data(), make_state(ff), "sideways")
+
+
+def test_task_first_rates_are_reactionless_wherever_the_null_space_allows_the_task():
+    """reaction_minimal_rates: the task exactly, then the least base rotation; with a 2-D task on
+    a 3-joint planar arm (one attitude row) that least rotation is none."""
+    from freeflyer_control.physics.reaction_null_space import reaction_minimal_rates
+
+    ff = load("planar_3link")
+    data = ff.create_data()
+    s = make_state(ff, joint_positions=[0.6, -1.2, -0.9])
+    g = generalized_jacobian(ff, data, s, "floating", "ee_link")
+    J, v = g.matrix[:2], np.array([-0.25, 0.3])
+    r = reaction_minimal_rates(reaction_null_space(ff, data, s), J, v, damping=0.0)
+    np.testing.assert_allclose(J @ r.rates, v, atol=1e-12)
+    assert abs(r.base_velocity[0]) < 1e-13 and abs(r.base_velocity_residual[0]) < 1e-13
+
+
+def test_task_first_rates_report_the_rotation_a_task_forces_on_the_base():
+    """One 6-DOF arm, a 6-D task: no redundancy, so the task decides the joint rates and the
+    base turns as it must; that rotation is the residual, equal to what momentum gives."""
+    from freeflyer_control.physics.reaction_null_space import reaction_minimal_rates
+
+    ff = robot("spatial_6link")
+    data = ff.create_data()
+    s = make_state(ff, joint_positions=ff.ready_pose)
+    g = generalized_jacobian(ff, data, s, "floating", "ee_link")
+    task = np.array([0.05, 0.0, 0.02, 0.0, 0.1, 0.0])
+    rns = reaction_null_space(ff, data, s)
+    r = reaction_minimal_rates(rns, g.matrix, task, damping=0.0)
+    np.testing.assert_allclose(g.matrix @ r.rates, task, atol=1e-12)
+    assert np.linalg.norm(r.base_velocity) > 1e-3
+    np.testing.assert_allclose(r.base_velocity_residual, r.base_velocity, atol=1e-12)

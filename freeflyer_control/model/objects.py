@@ -9,6 +9,8 @@ An object config is a small YAML file (bundled ones in ``config/objects/``)::
                                  # object frame (the object frame's origin is the CoM)
     size: [0.1, 0.15, 0.1]       # m, box drawn in rviz (optional)
     pose_in_base: {xyz: [0.82, 0, 0], rpy: [0, 0, 0]}   # where it is held, base_link frame
+    initial_state: {...}         # optional: where a free object starts, how it tumbles
+                                 # (model.object_state)
     grasps:                      # one per end-effector; the end-effector frame coincides with
       - end_effector: left_ee_link          # the grasp frame while the object is held
         xyz: [0, 0.075, 0]       # m, grasp frame origin in the object frame
@@ -35,6 +37,7 @@ import yaml
 from freeflyer_control.errors import ConfigError, ModelError
 from freeflyer_control.model.config import BASE_TYPES, positive_number, require_key, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.object_state import InitialState, parse_initial_state
 from freeflyer_control.resources import share_dir
 
 # Inertia checks: relative round-off allowed on symmetry and on the triangle inequality.
@@ -61,6 +64,8 @@ class ObjectConfig:
         grasps: one per end-effector.
         pose_in_base: where the object is held, object frame in base_link (SE3).
         size: box dimensions for display, m (3,).
+        initial_state: where a free object starts and how it moves (model.object_state), or
+            None: a capture then starts it near the held pose (sim.capture).
     """
 
     name: str
@@ -70,6 +75,7 @@ class ObjectConfig:
     grasps: tuple[Grasp, ...]
     pose_in_base: pin.SE3
     size: np.ndarray
+    initial_state: InitialState | None = None
 
     @property
     def spatial_inertia(self) -> pin.Inertia:
@@ -145,7 +151,8 @@ def parse_object(raw: Any, where: str) -> ObjectConfig:
         raise ConfigError(f"{where}: two grasps name the same end-effector ({ees}); give one grasp per end-effector")
     pose = _pose(raw.get("pose_in_base", {}), f"{where}: pose_in_base")
     size = vector3(raw.get("size", [0.1, 0.1, 0.1]), f"{where}: size (m)")
-    return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size)
+    start = parse_initial_state(raw, "initial_state", where, base)
+    return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size, start)
 
 
 def check_inertia(value: Any, where: str) -> np.ndarray:
@@ -216,3 +223,9 @@ def with_grasp_placement(obj: ObjectConfig, end_effector: str, placement: pin.SE
     """``obj`` grasped by ``end_effector`` only, at ``placement`` (grasp frame in the object
     frame): the grasp as it actually closed in a capture."""
     return dataclasses.replace(obj, grasps=(Grasp(end_effector, placement),))
+
+
+def with_grasps(obj: ObjectConfig, grasps: list[tuple[str, pin.SE3]]) -> ObjectConfig:
+    """``obj`` grasped by the (end-effector, placement) pairs, in closing order: the grasps as
+    they actually closed (the first carries the object, the others close loops)."""
+    return dataclasses.replace(obj, grasps=tuple(Grasp(ee, X) for ee, X in grasps))

@@ -44,8 +44,8 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
             raise ModelError(f"object '{obj.name}': grasp end_effector '{grasp.end_effector}' is not an end-effector "
                              f"of robot '{ff.name}'; its end-effectors: {list(ff.end_effectors)}")
         target = obj.pose_in_base * grasp.placement
-        joints = _arm_of(ff, grasp.end_effector)
-        q, err = _solve_reach(ff, data, state.q, grasp.end_effector, joints, target)
+        joints = arm_joints(ff, grasp.end_effector)
+        q, err = solve_reach(ff, data, state.q, grasp.end_effector, joints, target)
         if err > REACH_TOL:
             p = target.translation
             raise ModelError(
@@ -56,7 +56,7 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
     return pin.difference(ff.model, pin.neutral(ff.model), state.q)[ff.nb:]
 
 
-def _arm_of(ff: FreeFlyerModel, end_effector: str) -> list[int]:
+def arm_joints(ff: FreeFlyerModel, end_effector: str) -> list[int]:
     """Velocity indices of the arm joints that move ``end_effector``."""
     model = ff.model
     jid = model.frames[ff.frame_id(end_effector)].parentJoint
@@ -75,8 +75,9 @@ def pose_error(ff: FreeFlyerModel, current: pin.SE3, target: pin.SE3) -> np.ndar
     return e[[0, 1, 5]] if ff.base == "planar" else e
 
 
-def _solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
-    """Damped Newton on one arm's joints (base fixed) towards ``target``; (q, residual)."""
+def solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
+    """Newton on the joints at velocity indices ``v_idx`` (one arm; base fixed) from ``q0`` towards the
+    pose ``target`` (world) of ``frame``, inside the URDF limits: (q, residual m/rad)."""
     model, fid = ff.model, ff.frame_id(frame)
     rows = [0, 1, 5] if ff.base == "planar" else slice(None)
     q = q0.copy()

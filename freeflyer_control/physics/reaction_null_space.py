@@ -128,6 +128,20 @@ def reaction_null_space(ff: FreeFlyerModel, data: pin.Data, state: State, kind: 
     return ReactionNullSpace(kind, cols, H, S, momentum, sv, rank, basis, projector)
 
 
+def coupling_rate(ff: FreeFlyerModel, data: pin.Data, state: State, kind: str = "attitude",
+                  columns: np.ndarray | None = None, eps: float = 1e-6) -> np.ndarray:
+    """dH/dt (k, n): the rate of change of :func:`reaction_null_space`'s coupling as the joints
+    move at ``state``'s rates (the coupling depends on the joint angles only, in base_link
+    axes), by a central difference over +-``eps`` s (error ~eps^2 of its second derivative).
+    A joint motion that stays reactionless needs H qddot = -(dH/dt) qdot."""
+    nb = ff.nb
+    step = np.zeros(ff.model.nv)
+    step[nb:] = state.v[nb:]
+    couple = [reaction_null_space(ff, data, State(pin.integrate(ff.model, state.q, sign * eps * step), state.v),
+                                  kind, columns).coupling for sign in (1.0, -1.0)]
+    return (couple[0] - couple[1]) / (2.0 * eps)
+
+
 @dataclass(frozen=True)
 class ReactionlessRates:
     """Joint rates for a task inside the reaction null space, and what they leave undone.
@@ -155,8 +169,18 @@ def damped_pinv(A: np.ndarray, damping: float) -> np.ndarray:
     return A.T @ np.linalg.solve(A @ A.T + damping ** 2 * np.eye(A.shape[0]), np.eye(A.shape[0]))
 
 
+def singular_damping(sigma_min: float, sigma0: float, damping_max: float) -> float:
+    """Damping of a damped least-squares inverse that grows as the smallest singular value falls
+    below ``sigma0``: damping_max sqrt(1 - (sigma_min / sigma0)^2), zero above (Nakamura &
+    Hanafusa; Maciejewski & Klein): bounded rates through a singularity, exact ones away from it."""
+    if sigma_min >= sigma0:
+        return 0.0
+    return damping_max * float(np.sqrt(1.0 - (sigma_min / sigma0) ** 2))
+
+
 def reactionless_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, *, damping: float = 1e-3,
-                       base_velocity: np.ndarray | None = None, posture: np.ndarray | None = None) -> ReactionlessRates:
+                       base_velocity: np.ndarray | None = None, posture: np.ndarray | None = None,
+                       sigma0: float = 0.0, damping_max: float = 0.0) -> ReactionlessRates:
     """Joint rates that do ``task`` with the base undisturbed (Nenchev's reaction-null-space
     control), by priority:
 
@@ -165,6 +189,9 @@ def reactionless_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, 
     2. the task: J rates = task, through the null space, rates = r_b + P (J P)^+ (task - J r_b)
        (damped least squares, ``damping`` in the task's units);
     3. ``posture`` (rates over the columns), projected into what is left of the null space.
+
+    Near a singularity of the task inside the null space (J P's smallest non-zero singular value
+    under ``sigma0``) the damping grows to ``damping_max`` (:func:`singular_damping`).
 
     Args:
         J: (m, n) the task's Jacobian over ``rns.columns`` (e.g. an end-effector's floating-mode
@@ -179,6 +206,8 @@ def reactionless_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, 
     JP = J @ P
     sv = np.linalg.svd(JP, compute_uv=False)
     task_rank = int((sv > RANK_RTOL * max(sv[0] if sv.size else 0.0, 1e-300)).sum())
+    if task_rank:
+        damping = max(damping, singular_damping(float(sv[task_rank - 1]), sigma0, damping_max))
     rates = r_b + P @ (damped_pinv(JP, damping) @ (np.asarray(task, float) - J @ r_b))
     if posture is not None:
         # What of the null space the task leaves free: P - (JP)^+ (JP) (undamped, its range).
@@ -186,3 +215,43 @@ def reactionless_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, 
         rates = rates + N2 @ np.asarray(posture, float).reshape(n)
     return ReactionlessRates(rates, rns.base_velocity(rates), missing, np.asarray(task, float) - J @ rates,
                              task_rank, rns.rank)
+
+
+def reaction_minimal_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, *, damping: float = 1e-3,
+                           base_velocity: np.ndarray | None = None, posture: np.ndarray | None = None,
+                           sigma0: float = 0.0, damping_max: float = 0.0) -> ReactionlessRates:
+    """Joint rates that do ``task`` first and disturb the base as little as they can, by priority:
+
+    1. the task: J rates = task (damped least squares, as :func:`reactionless_rates`);
+    2. the base: among the rates that do the task, those whose base velocity is closest to
+       ``base_velocity`` (default zero), rates = J^+ task + N (H N)^+ (h - S w - H J^+ task),
+       N the task's null space; exactly reactionless wherever some task solution is (the
+       minimum is then zero), the least reaction the task allows elsewhere;
+    3. ``posture``, in what is left.
+
+    ``base_velocity_residual`` is the base velocity the task forces on top of ``base_velocity``
+    (zero where the task can be done reactionlessly): the part of the motion that cannot be
+    reactionless, reported, not hidden. Arguments as :func:`reactionless_rates`.
+    """
+    n = rns.columns.size
+    task = np.asarray(task, dtype=float)
+    want = np.zeros(rns.locked_inertia.shape[0]) if base_velocity is None else np.asarray(base_velocity, float)
+    _, sv, Vt = np.linalg.svd(J, full_matrices=True)
+    task_rank = int((sv > RANK_RTOL * max(sv[0] if sv.size else 0.0, 1e-300)).sum())
+    if task_rank:
+        damping = max(damping, singular_damping(float(sv[task_rank - 1]), sigma0, damping_max))
+    rates = damped_pinv(J, damping) @ task if J.shape[0] else np.zeros(n)
+    B = Vt[task_rank:].T  # orthonormal basis of the task's null space
+    H = rns.coupling
+    need = rns.momentum - rns.locked_inertia @ want  # H rates should be this
+    if B.shape[1]:
+        # z = (H B)^+ (need - H rates), with the rank judged against H's own scale.
+        U, s_hb, Wt = np.linalg.svd(H @ B, full_matrices=True)
+        r = int((s_hb > RANK_RTOL * max(rns.singular_values[0] if rns.singular_values.size else 0.0, 1e-300)).sum())
+        z = Wt[:r].T @ ((U[:, :r].T @ (need - H @ rates)) / s_hb[:r])
+        rates = rates + B @ z
+        if posture is not None:
+            B2 = B @ Wt[r:].T  # what is left: the task's and the base's null spaces
+            rates = rates + B2 @ (B2.T @ np.asarray(posture, float).reshape(n))
+    missing = solve(rns.locked_inertia, need - H @ rates)
+    return ReactionlessRates(rates, rns.base_velocity(rates), missing, task - J @ rates, task_rank, rns.rank)

@@ -109,10 +109,12 @@ class ControllerServer:
     obj: the object the robot holds: the cooperative law (runtime.object_control, floating or
         flying mode, flying with base_actuation ideal) replaces ``controller``, moving the object
         to :meth:`set_object_target` and squeezing it to ``internal_force`` (N).
-    capture_obj: a free object to capture (runtime.capture_control, floating or flying): the
-        approach law drives the first grasping end-effector onto its grasp frame, measured by
-        :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's capture service
-        would close the grasp; after :meth:`captured` the rest law stops the combined system.
+    capture_obj: a free object to capture (runtime.capture_control: floating, rotation-floating
+        or flying): the capture mission drives the first grasping end-effector onto its grasp
+        frame, measured by :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's
+        capture service would close the grasp being approached (the first, then the second);
+        after :meth:`captured` the mission stows the target, closes the second grasp and brings
+        the stack to rest.
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
@@ -144,7 +146,7 @@ class ControllerServer:
             refusal = _capturing_refuses(Mode.parse(mode), base_actuation)
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
-            self.capture = CaptureControl(ff, capture_obj, mode)
+            self.capture = CaptureControl(ff, capture_obj, mode, base_actuation=base_actuation)
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.clock = ClockGuard()
@@ -302,12 +304,13 @@ class ControllerServer:
         return self.capture is not None and self.state is not None and self.capture.ready(self.state)
 
     def captured(self) -> None:
-        """The plant closed the grasp: switch to the rest law over robot and object."""
+        """The plant closed the grasp being approached: the mission goes on to its next phase."""
         if self.capture is not None and self.state is not None:
             self.capture.captured(self.state)
 
     def capture_diagnostics(self) -> dict[str, str]:
-        """Capture phase (``approach``, ``captured``, ``at_rest``) and the current refusal, for /diagnostics."""
+        """Capture phase (``preload``, ``approach``, ``stow``, ``reach``, ``hold``, ``rest``, or ``at_rest``
+        once the stack is at rest) and, approaching a grasp, why it would be refused, for /diagnostics."""
         if self.capture is None:
             return {}
         c = self.capture
@@ -315,7 +318,7 @@ class ControllerServer:
             return {"capture_state": c.phase}
         phase = "at_rest" if c.at_rest(self.state) else c.phase
         out = {"capture_state": phase}
-        if c.phase == "approach":
+        if c.phase in ("approach", "reach"):
             out["capture_refusal"] = c.refusal(self.state) or ""
         return out
 
@@ -410,7 +413,7 @@ class ControllerServer:
         if self.objects is not None:
             return self._object_tick(now)
         if self.capture is not None:
-            return self._capture_tick(now)
+            return self._capture_tick(now, tc)
         actuation, info = self.loop.tick(tc, self.state, self.period)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
         if not all(np.all(np.isfinite(part)) for part in parts):
@@ -428,8 +431,8 @@ class ControllerServer:
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
 
-    def _capture_tick(self, now: float) -> ControllerOutput:
-        actuation = self.capture.tick(self.state)
+    def _capture_tick(self, now: float, tc: float) -> ControllerOutput:
+        actuation = self.capture.tick(self.state, tc)
         if actuation is None:
             return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)

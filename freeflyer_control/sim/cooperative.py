@@ -402,20 +402,26 @@ def _capture_plots(result: ObjectSimResult, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     s, t = result.series, result.series["t"][:, 0]
-    title = f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}"
-    fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+    title = (f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}, "
+             f"{result.summary.get('approach', 'naive')} approach")
+    fig, axes = plt.subplots(4, 1, figsize=(7, 10), sharex=True)
     axes[0].plot(t, s["ee_grasp_distance"][:, 0])
-    axes[0].set(ylabel="end-effector to grasp (m)", title=title)
-    h = s["momentum_world"]
-    n = h.shape[1] // 2 if h.shape[1] == 6 else 2
-    axes[1].plot(t, np.linalg.norm(h[:, :n], axis=1), label="|P| (kg m/s)")
-    axes[1].plot(t, np.linalg.norm(h[:, n:], axis=1), label="|L_O| (kg m^2/s)")
-    axes[1].set(ylabel="momentum, robot + object")
+    axes[0].set(ylabel="hand to grasp (m)", title=title)
+    phase = s["phase"][:, 0]
+    for k in np.flatnonzero(np.diff(phase)) + 1:  # phase changes (control.capture_mission.PHASES)
+        for ax in axes:
+            ax.axvline(t[k], color="0.7", lw=0.8)
+    axes[1].plot(t, s["base_attitude_change"][:, 0], label="base attitude change (rad)")
+    axes[1].plot(t, np.linalg.norm(s["base_angular_velocity"], axis=1), label="|base angular velocity| (rad/s)")
+    axes[1].set(yscale="log")
     axes[1].legend()
-    axes[2].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
-    axes[2].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
-    axes[2].set(xlabel="t (s)")
+    axes[2].plot(t, np.linalg.norm(s["wheel_momentum"], axis=1), label="|wheel momentum| (N m s)")
+    axes[2].plot(t, s["fuel"][:, 0], label="fuel (N s)")
     axes[2].legend()
+    axes[3].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
+    axes[3].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
+    axes[3].set(xlabel="t (s)")
+    axes[3].legend()
     return [_save(fig, out / "capture.png", plt)]
 
 
