@@ -222,11 +222,11 @@ def test_cli_object_maneuver_without_object_is_refused(capsys, tmp_path):
     assert "--maneuver object-rotate needs an object: give --object NAME|PATH" in err
 
 
-def test_cli_capture_in_a_partial_mode_is_refused(capsys, tmp_path):
+def test_cli_capture_in_a_mode_it_does_not_fly_is_refused(capsys, tmp_path):
     code, _, err = run_cli(capsys, "--robot", "dual_arm_planar", "--object", "planar_box", "--maneuver", "capture",
-                           "--mode", "rotation-floating", "--out", str(tmp_path / "o"))
+                           "--mode", "rotation-flying", "--out", str(tmp_path / "o"))
     assert code == 2
-    assert "--maneuver capture flies --mode floating or flying; got --mode rotation-floating" in err
+    assert "--maneuver capture flies --mode floating, rotation-floating, flying; got --mode rotation-flying" in err
 
 
 def changed_box(tmp_path, **changes):

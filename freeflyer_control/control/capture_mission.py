@@ -146,6 +146,7 @@ class CaptureMission:
         self._law = None
         self._plan: ApproachPlan | None = None
         self._held_in_base: pin.SE3 | None = None
+        self._held_in_world: pin.SE3 | None = None
 
     # --- what the target looks like to the hands -------------------------------------------------
     def grasp_motion(self, state: State, target: BodyState | None) -> tuple[str, pin.SE3, np.ndarray, pin.SE3, np.ndarray]:
@@ -247,6 +248,7 @@ class CaptureMission:
         law = CooperativeController(held, held_obj, self.mode, self.options.internal_force,
                                     base_actuation=self.options.base_actuation)
         pose, _ = law.measure(state)
+        self._held_in_world = pose
         self._held_in_base = self._base_pose(state).inverse() * pose
         self._law = law
         self._begin("hold", t)
@@ -255,9 +257,12 @@ class CaptureMission:
         return pin.SE3(base_rotation(self.model, state.q), base_position(self.model, state.q))
 
     def _hold_reference(self, state: State) -> ObjectReference:
-        """The target held still relative to the base (where the loop closed): in floating mode
-        the stack keeps the momentum it has and turns as one body; holding the target still in
-        the world would spin the base up instead."""
+        """Flying: the target held still in the world where the loop closed (the thrusters stop the
+        stack). Floating and rotation-floating: held still relative to the base, where the loop
+        closed: the stack keeps the momentum it has (and, floating, turns as one body); holding the
+        target still in the world would spin the base up instead."""
+        if self.mode is Mode.FLYING:
+            return ObjectReference(self._held_in_world, np.zeros(6))
         X = self._base_pose(state) * self._held_in_base
         v_b, w_b = base_twist_world(self.model, state)
         r = X.translation - base_position(self.model, state.q)
