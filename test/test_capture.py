@@ -153,12 +153,15 @@ def test_a_reactionless_approach_turns_the_base_a_hundred_times_less_than_the_na
 
 
 def test_bias_momentum_leaves_the_wheels_empty_when_the_stack_is_at_rest():
-    """Rotation-floating, bias pre-loaded: the stack's angular momentum is zero after the grasp,
+    """Rotation-floating, bias loaded during the approach (the thrusters' torque, taken in by the
+    wheels holding the attitude): the stack's angular momentum is zero after the grasp,
     so at rest (joints still, base not turning) the wheels hold nothing; without the bias they
     would hold the target's angular momentum (physics.bias_momentum)."""
     s = run_capture(CaptureConfig(obj="planar_target", mode="rotation-floating", bias=True, rate=250.0)).summary
-    assert s["bias_momentum_Nms"] == pytest.approx(s["target_angular_momentum_Nms"], rel=0.05)
+    assert s["bias_loaded_s"] is not None and s["bias_loaded_s"] < s["capture_time_s"]
     assert s["time_to_rest_s"] is not None
+    # Measured 1.3e-4 against 7.5e-3 N m s: what is left is the joints' and the base's motion
+    # under the rest threshold (1e-3 rad/s) and the loading's 2 % tolerance.
     assert s["final_wheel_momentum_Nms"] < 0.05 * s["target_angular_momentum_Nms"]
     assert s["final_base_angular_velocity_rad_s"] < 1e-3
 

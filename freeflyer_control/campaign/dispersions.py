@@ -68,6 +68,17 @@ KINDS = {k.name: k for k in (
     Kind("command_latency", "s", None, "nonnegative", "testbed", "emulator: command delivery latency"),
     Kind("fault", "", None, "fault", "testbed",
          "emulator: one injected fault, 'none' or KIND:START:DURATION[:JOINT][:OX,OY,OZ]"),
+    Kind("target_spin_scale", "relative", None, "relative", "capture",
+         "capture: the target's spin rate times (1 + e)"),
+    Kind("target_spin_axis", "rad", "tilt_axis", "angle", "capture",
+         "capture: the target's spin axis turned by a rotation vector e (its body axes; spatial)"),
+    Kind("target_mass_error", "relative", None, "relative", "capture", "capture: the target's mass times (1 + e)"),
+    Kind("target_inertia_error", "relative", "principal_axis", "relative", "capture",
+         "capture: each principal moment of the target's inertia times (1 + e)"),
+    Kind("target_position_noise", "m", None, "nonnegative", "capture", "capture: target position measurement noise std"),
+    Kind("target_attitude_noise", "rad", None, "nonnegative", "capture", "capture: target attitude measurement noise std"),
+    Kind("target_velocity_noise", "m/s", None, "nonnegative", "capture", "capture: target velocity measurement noise std"),
+    Kind("target_rate_noise", "rad/s", None, "nonnegative", "capture", "capture: target spin measurement noise std"),
 )}
 EMULATOR_KINDS = tuple(k for k, v in KINDS.items() if v.where == "testbed" and k != "fault")
 # Latencies are checked against the run's duration too.
@@ -101,6 +112,10 @@ def items(ff, per: str) -> list[str]:
         return ["x", "y"] if planar else ["x", "y", "z"]
     if per == "rate_axis":
         return ["z"] if planar else ["x", "y", "z"]
+    if per == "principal_axis":
+        return ["x", "y", "z"]
+    if per == "tilt_axis":
+        return [] if planar else ["x", "y", "z"]
     raise KeyError(per)
 
 

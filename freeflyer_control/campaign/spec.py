@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .capture_runs import CAPTURE_KEYS, CAPTURE_METRICS, is_capture
 from .dispersions import KINDS, LATENCIES, items, range_problem
 from .distributions import Distribution, parse_distribution
 
@@ -56,6 +57,7 @@ class CampaignSpec:
     batch: int | None = None
     source: str = ""
     robot: object = field(default=None, repr=False)
+    capture: bool = False  # maneuver: capture (campaign.capture_runs)
 
     @property
     def via_testbed(self) -> str | None:
@@ -63,6 +65,8 @@ class CampaignSpec:
 
     @property
     def metrics(self) -> tuple[str, ...]:
+        if self.capture:
+            return CAPTURE_METRICS
         return METRICS + (TESTBED_METRICS if self.via_testbed else ())
 
     def digest(self) -> str:
@@ -137,7 +141,8 @@ def parse_spec(raw, source: str = "spec") -> CampaignSpec:
         raise ValueError(f"{source}: a campaign spec is a mapping of keys (robot, runs, seed, dispersions, "
                          "criteria, ...); see docs/campaigns.md")
     raw = dict(raw)
-    known = RUN_KEYS | CAMPAIGN_KEYS
+    capture = is_capture(raw)
+    known = (CAPTURE_KEYS if capture else RUN_KEYS) | CAMPAIGN_KEYS
     for key in raw:
         if key not in known:
             raise ValueError(f"{source}: unknown key '{key}'; the keys are {', '.join(sorted(known))}")
@@ -145,6 +150,13 @@ def parse_spec(raw, source: str = "spec") -> CampaignSpec:
     seed = _whole(raw.get("seed", 0), "seed", 0, 2**63 - 1)
     worst = _whole(raw.get("worst", 3), "worst", 0, 100)
     batch = _whole(raw["batch"], "batch", 1, MAX_RUNS) if raw.get("batch") is not None else None
+    if capture:
+        from .capture_runs import check
+
+        config, ff = check(raw)
+        dispersions = _dispersions(raw.get("dispersions") or {}, raw, ff, config.duration or math.inf)
+        criteria = _criteria(raw.get("criteria") or {}, CAPTURE_METRICS)
+        return CampaignSpec(raw, runs, seed, dispersions, criteria, worst, batch, source, ff, capture=True)
     config = base_config(raw)  # checks the run keys as freeflyer sim does
     ff = _robot(raw, config)
     duration = _duration(config, ff)
@@ -267,12 +279,19 @@ def _dispersions(given, raw: Mapping, ff, duration: float) -> dict[str, Distribu
     if not isinstance(given, Mapping):
         raise ValueError("campaign spec: dispersions is a mapping kind -> distribution")
     testbed = bool(raw.get("via_testbed"))
+    capture = is_capture(raw)
     out = {}
     for name, value in given.items():
         where = f"dispersions.{name}"
         kind = KINDS.get(name)
         if kind is None:
             raise ValueError(f"campaign spec: unknown dispersion '{name}'; the kinds are {', '.join(KINDS)}")
+        if capture != (kind.where == "capture"):
+            theirs = ", ".join(k for k in KINDS if (KINDS[k].where == "capture") == capture)
+            raise ValueError(f"campaign spec: {where} does not apply to {'a capture' if capture else 'this'} campaign; "
+                             f"its kinds are {theirs}")
+        if kind.per == "tilt_axis" and ff.base == "planar":
+            raise ValueError(f"campaign spec: {where}: a planar target spins about z only; drop it")
         if kind.where == "sim" and testbed:
             raise ValueError(f"campaign spec: {where} acts on the pure simulation, not through via_testbed "
                              f"(the testbed flies the robot's own model and sensors); drop via_testbed or use "

@@ -99,10 +99,11 @@ def _capture_config(args: argparse.Namespace):
 
 
 def run_object(args: argparse.Namespace) -> int:
+    """An object run: held (cooperative), a capture, or one run of a capture campaign."""
     from freeflyer_control.cli.outdir import prepare_output_folder
 
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
-    if args.maneuver == "capture":
+    if args.maneuver == "capture" or getattr(args, "campaign", None) is not None:
         return _run_capture(args, out)
     from freeflyer_control.sim.cooperative import run_object_simulation
 
@@ -150,9 +151,17 @@ def _run_capture(args: argparse.Namespace, out) -> int:
 
     from freeflyer_control.sim.capture import run_capture
 
-    config = _capture_config(args)
-    s, code, written = _simulate_and_write(args, out, lambda stream, progress: run_capture(
-        config, progress, stream=stream))
+    if getattr(args, "campaign", None) is not None:  # one run of a capture campaign
+        from freeflyer_control.campaign.capture_runs import simulate
+
+        def fly(stream, progress):
+            return simulate(args.campaign_spec, args.campaign_run, progress=progress, stream=stream)
+    else:
+        config = _capture_config(args)
+
+        def fly(stream, progress):
+            return run_capture(config, progress, stream=stream)
+    s, code, written = _simulate_and_write(args, out, fly)
     if s is None:
         return code
     if not args.json:

@@ -186,8 +186,11 @@ class ApproachLaw:
         e = np.concatenate([p0 - base_position(ff, state.q), pin.log3(R0 @ base_rotation(ff, state.q).T)])
         return e[PLANAR_ROWS] if ff.base == "planar" else e
 
-    def effort(self, state: State, ref_pose: pin.SE3, ref_twist: np.ndarray) -> ControlEffort:
-        """The effort that drives the hand to ``ref_pose`` moving with ``ref_twist`` (world)."""
+    def effort(self, state: State, ref_pose: pin.SE3, ref_twist: np.ndarray,
+               base_torque: np.ndarray | None = None) -> ControlEffort:
+        """The effort that drives the hand to ``ref_pose`` moving with ``ref_twist`` (world);
+        rotation-floating: ``base_torque`` (world, N m) added by the thrusters and taken in by the
+        wheels (control.capture.effort_for_accelerations)."""
         if self.hold_angles is None:
             self.reset(state)
         ff, g = self.ff, self.gains
@@ -228,7 +231,7 @@ class ApproachLaw:
             rns = self._rns
             u_dot[:n_arm] -= np.linalg.pinv(rns.coupling, rcond=1e-9) @ (
                 coupling_rate(ff, self.data, state) @ state.v[ff.arm_v_indices])
-        return effort_for_accelerations(ff, self.data, state, self.mode, u_dot)
+        return effort_for_accelerations(ff, self.data, state, self.mode, u_dot, base_torque)
 
     def _reactionless(self, state: State, v_star: np.ndarray, q_arm: np.ndarray) -> np.ndarray:
         """Arm joint rates inside the reaction null space (see the module docstring)."""

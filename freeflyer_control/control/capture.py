@@ -80,19 +80,24 @@ def capture_mode(mode: Mode | str) -> Mode:
 
 
 def effort_for_accelerations(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode,
-                             u_dot: np.ndarray) -> ControlEffort:
+                             u_dot: np.ndarray, base_torque: np.ndarray | None = None) -> ControlEffort:
     """The effort that gives the actuated accelerations ``u_dot`` (GJM column order: arm joints,
     then the mode's commanded base velocities in world axes; rad/s^2, m/s^2) on the
     mode-reduced dynamics of ``ff`` at ``state`` (see the module docstring). Wheels are idle
-    except in rotation-floating, where they hold the commanded attitude."""
+    except in rotation-floating, where they hold the commanded attitude; there, ``base_torque``
+    (world axes, N m; planar: z) is a torque the thrusters add on the base, which the wheels take
+    in (loading them with momentum: control.capture_mission's bias)."""
     n_arm = ff.arm_v_indices.size
     nc = base_partition(ff.base, mode).commanded.size
     u_arm, u_base = u_dot[:n_arm], u_dot[n_arm:]
     if mode is Mode.ROTATION_FLOATING:
         rd = reduced_dynamics(ff, data, state, mode)  # (attitude, arm joints and wheels)
         arm, wheels = nc + ff.arm_v_indices - ff.nb, nc + ff.wheel_v_indices - ff.nb
-        forces = rotation_floating_forces(ff, rd.H, rd.C, nc, u_base, u_arm, arm, wheels)
-        return ControlEffort(forces[arm], forces[wheels], np.zeros(ff.nb))
+        forces = rotation_floating_forces(ff, rd.H, rd.C, nc, u_base, u_arm, arm, wheels, base_torque)
+        wrench = np.zeros(ff.nb)
+        if base_torque is not None:
+            wrench[ff.nb - nc:] = base_torque  # the attitude rows: (wz) or (wx, wy, wz)
+        return ControlEffort(forces[arm], forces[wheels], wrench)
     rd = reduced_dynamics(ff, data, state, mode, idle_wheels=True)  # (commanded base, arm joints)
     forces = rd.H @ np.concatenate([u_base, u_arm]) + rd.C
     wrench = np.zeros(ff.nb)

@@ -3,11 +3,12 @@ controller both run (they own the plants; this owns the decisions).
 
 Phases (``CaptureMission.phase``):
 
-* ``preload`` (bias momentum only): control.detumble.PreloadLaw loads the wheels with the bias
-  that will cancel the target's angular momentum at the grasp (physics.bias_momentum);
 * ``approach``: control.approach plans against the target's predicted motion and tracks it,
   naive or reactionless; the first grasp may close once :meth:`grasp_refusal` is None (the
-  plant checks again and closes it: physics.capture.capture_impact), then :meth:`grasped`;
+  plant checks again and closes it: physics.capture.capture_impact), then :meth:`grasped`.
+  With bias momentum (rotation-floating), the thrusters meanwhile apply a torque
+  k (h* - h_w) on the base that the wheels, holding the attitude, take in, until they hold the
+  bias h* that will cancel the target's angular momentum at the grasp (physics.bias_momentum);
 * ``stow`` (a second arm and grasp): the first hand stops the target relative to the base where
   it is, if the second hand can reach it there, else brings it to its held pose (a larger, slower
   move: its momentum is exchanged with the base); the second arm goes to a pre-grasp pose 5 cm
@@ -43,17 +44,19 @@ from freeflyer_control.control.capture import (
     relative_motion,
 )
 from freeflyer_control.control.cooperative import CooperativeController, ObjectReference
-from freeflyer_control.control.detumble import PreloadLaw, RestLaw, StowLaw
+from freeflyer_control.control.detumble import RestLaw, StowLaw
 from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
 from freeflyer_control.errors import FreeFlyerError, ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object, with_grasps
 from freeflyer_control.physics.actuators import Actuation
-from freeflyer_control.physics.bias_momentum import stack_momentum, wheel_momentum
+from freeflyer_control.physics.bias_momentum import stack_momentum
+from freeflyer_control.physics.capture import held_frame_motion
 from freeflyer_control.physics.free_body import BodyState, frame_motion, free_body
 from freeflyer_control.physics.gjm import actuated_velocities
 from freeflyer_control.physics.grasp_pose import REACH_TOL, arm_joints, check_object, solve_reach
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.state import State, base_position, base_rotation, base_twist_world
 
 # At rest: every actuated velocity of the mode below this (m/s, rad/s).
@@ -61,7 +64,10 @@ REST_SPEED = 1e-3
 # The second hand waits this far from its grasp frame (m, back towards its shoulder) while the
 # first one stows the target.
 PRE_GRASP_STANDOFF = 0.05
-PHASES = ("preload", "approach", "stow", "reach", "hold", "rest")
+PHASES = ("approach", "stow", "reach", "hold", "rest")
+# 1/s: the bias loading's torque per N m s of the stack's angular momentum to remove; its
+# tolerance (relative to the target's, and N m s absolute) for calling the bias loaded.
+BIAS_GAIN, BIAS_TOLERANCE, BIAS_FLOOR = 1.0, 0.02, 1e-4
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,8 @@ class CaptureOptions:
     Attributes:
         mode: floating, rotation-floating or flying.
         approach: ``naive`` (the mode's GJM) or ``reactionless`` (the reaction null space).
-        bias: pre-load bias momentum into the wheels first (needs wheels and thrusters).
+        bias: load bias momentum into the wheels during the approach (rotation-floating, with
+            thrusters).
         both_arms: close the target's second grasp with the second arm (if it has one).
         base_actuation: ``thrusters`` or ``ideal``.
         tolerances: when a grasp may close.
@@ -118,6 +125,7 @@ class MissionEvents:
 
     started: dict[str, float] = field(default_factory=dict)
     bias: np.ndarray | None = None
+    bias_loaded: float | None = None
     reactionless_task_rank_min: int | None = None
     reactionless_residual_max: float = 0.0
     approach_plan: ApproachPlan | None = None
@@ -140,7 +148,7 @@ class CaptureMission:
         self.model = ff  # what the phase's law controls: the robot, then the robot holding the target
         self.held_obj: ObjectConfig | None = None
         self.mapper = ActuatorMapper(ff, options.base_actuation)
-        self.phase = "preload" if options.bias else "approach"
+        self.phase = "approach"
         self.events = MissionEvents()
         self.data = ff.create_data()
         self._law = None
@@ -156,18 +164,13 @@ class CaptureMission:
         model, data = self.model, self.data
         pin.forwardKinematics(model.model, data, state.q, state.v)
         pin.updateFramePlacements(model.model, data)
-        if self.phase in ("preload", "approach"):
+        if self.phase == "approach":
             hand = self.first.end_effector
             m = frame_motion(self.body, target, self.first.placement)
             grasp, grasp_twist = m.pose, m.twist
         else:
             hand = self.second.end_effector
-            fid = model.frame_id(self.obj.name)
-            X_o = data.oMf[fid]
-            grasp = X_o * self.second.placement
-            v_o = pin.getFrameVelocity(model.model, data, fid, pin.LOCAL_WORLD_ALIGNED)
-            r = grasp.translation - X_o.translation
-            grasp_twist = np.concatenate([v_o.linear + np.cross(v_o.angular, r), v_o.angular])
+            grasp, grasp_twist = held_frame_motion(model, data, self.obj, self.second.placement)
         fe = model.frame_id(hand)
         ee = data.oMf[fe].copy()
         ee_twist = pin.getFrameVelocity(model.model, data, fe, pin.LOCAL_WORLD_ALIGNED).vector.copy()
@@ -266,7 +269,7 @@ class CaptureMission:
         X = self._base_pose(state) * self._held_in_base
         v_b, w_b = base_twist_world(self.model, state)
         r = X.translation - base_position(self.model, state.q)
-        return ObjectReference(X, np.concatenate([v_b + np.cross(w_b, r), w_b]))
+        return ObjectReference(X, np.concatenate([v_b + cross3(w_b, r), w_b]))
 
     # --- every tick ----------------------------------------------------------------------------
     def _begin(self, phase: str, t: float) -> None:
@@ -282,16 +285,6 @@ class CaptureMission:
 
     def effort(self, state: State, t: float, target: BodyState | None = None) -> ControlEffort:
         """The phase law's effort (before clipping and allocation); not in ``hold``."""
-        if self.phase == "preload":
-            if self._law is None:
-                bias = stack_momentum(self.ff, self.data, state, self.body, target).bias
-                self.events.bias = bias
-                self._law = PreloadLaw(self.ff, bias)
-                self._begin("preload", t)
-            if not self._law.done(wheel_momentum(self.ff, self.data, state)):
-                return self._law.effort(state)
-            self._law = None
-            self._begin("approach", t)
         if self.phase == "approach":
             return self._approach(state, t, target)
         if self.phase == "stow":
@@ -324,7 +317,8 @@ class CaptureMission:
             law.reset(state)
             self._law = law
         pose, twist = self._plan.reference(t, grasp, grasp_twist)
-        effort = self._law.effort(state, pose, twist)
+        torque = self._bias_torque(state, t, target) if self.options.bias and self.phase == "approach" else None
+        effort = self._law.effort(state, pose, twist, torque)
         r = self._law.last_reactionless
         if r is not None:
             ev = self.events
@@ -332,6 +326,21 @@ class CaptureMission:
                 min(ev.reactionless_task_rank_min, r.task_rank)
             ev.reactionless_residual_max = max(ev.reactionless_residual_max, float(np.linalg.norm(r.task_residual)))
         return effort
+
+    def _bias_torque(self, state: State, t: float, target: BodyState) -> np.ndarray:
+        """The thrusters' torque on the base (world axes; planar: z) that takes the stack's future
+        angular momentum (servicer's and target's, about their common CoM) to zero, -k L_stack,
+        the wheels holding the attitude take the servicer's share in: the bias. Zero once loaded
+        (``events.bias``: the wheel momentum then)."""
+        ev = self.events
+        if ev.bias_loaded is not None:
+            return np.zeros(1 if self.ff.base == "planar" else 3)
+        stack = stack_momentum(self.ff, self.data, state, self.body, target)
+        scale = np.linalg.norm(stack.target[1])
+        if np.linalg.norm(stack.angular) <= BIAS_TOLERANCE * scale + BIAS_FLOOR:
+            ev.bias_loaded, ev.bias = t, stack.wheels
+            return np.zeros_like(stack.angular)
+        return -BIAS_GAIN * stack.angular
 
     def _arm_columns(self, hand: str) -> np.ndarray | None:
         """The columns (indices into ``arm_joint_names``) of the arm that moves ``hand``; None (all

@@ -1,11 +1,5 @@
-"""Before and after the grasp: pre-loading bias momentum, stowing and stopping the captured target.
+"""After the grasp: stowing and stopping the captured target.
 
-* :class:`PreloadLaw` (bias momentum, physics.bias_momentum): the reaction wheels spin up to the
-  momentum that will cancel the target's at the grasp, while the thrusters hold the base pose
-  (they take the wheels' reaction: the servicer's momentum changes by their torque, which is
-  what pre-loading costs in fuel) and the arms hold their angles. Computed torque on the full
-  dynamics with every coordinate actuated (flying, wheels included): the wheel accelerations are
-  the wanted ones, k (w* - w), each wheel's torque clipped to its limit.
 * :class:`StowLaw`: the robot holding the target by one hand moves its arms on quintics in joint
   space, from the angles and rates where the grasp closed to given angles at rest (the first
   hand stops the target relative to the base, the second arm goes to its pre-grasp pose); the
@@ -33,6 +27,7 @@ from freeflyer_control.control.references import BaseReference
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.gjm import actuated_velocities
+from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.momentum import centroidal_momentum
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.reaction_null_space import base_rows
@@ -67,58 +62,6 @@ def _base_hold(ff: FreeFlyerModel, state: State) -> BaseReference:
 
 def _arm_angles(ff: FreeFlyerModel, state: State) -> np.ndarray:
     return joint_positions(ff, state.q)[ff.arm_v_indices - ff.nb]
-
-
-class PreloadLaw:
-    """Spin the wheels up to ``wheel_momentum`` (world axes, N m s; planar: the z component), the
-    base held by its thrusters, the arms by their joints (see the module docstring).
-
-    Args:
-        rate_gain: 1/s, wheel rate error -> wheel acceleration.
-        tolerance: relative: done once the wheel momentum is this close to its target (and
-            ``floor`` N m s absolute).
-    """
-
-    def __init__(self, ff: FreeFlyerModel, wheel_momentum: np.ndarray, rate_gain: float = 1.0,
-                 tolerance: float = 0.01, floor: float = 1e-4, gains: BaseGains = CAPTURE_BASE_GAINS):
-        if not ff.wheel_v_indices.size or not ff.thrusters:
-            raise ModeError(f"bias momentum is loaded into reaction wheels with the thrusters holding the base; robot "
-                            f"'{ff.name}' has {ff.wheel_v_indices.size} wheel(s) and {len(ff.thrusters)} thruster(s)")
-        self.ff, self.target = ff, np.asarray(wheel_momentum, dtype=float)
-        self.rate_gain, self.tolerance, self.floor, self.gains = rate_gain, tolerance, floor, gains
-        self.data = ff.create_data()
-        self.hold: BaseReference | None = None
-        self.angles: np.ndarray | None = None
-
-    def reset(self, state: State) -> None:
-        self.hold, self.angles = _base_hold(self.ff, state), _arm_angles(self.ff, state)
-
-    def wheel_rates(self, state: State) -> np.ndarray:
-        """The wheel rates (rad/s, relative to the base) that hold the target momentum."""
-        ff = self.ff
-        _, ang = base_rows(ff)
-        M = pin.crba(ff.model, self.data, state.q)  # upper triangle: the base rows are complete
-        local = self.target if ff.base == "planar" else base_rotation(ff, state.q).T @ self.target
-        return np.linalg.lstsq(M[np.ix_(ang, ff.wheel_v_indices)], local, rcond=None)[0]
-
-    def done(self, momentum: np.ndarray) -> bool:
-        """The wheels' momentum ``momentum`` (world axes) is at the target."""
-        return float(np.linalg.norm(momentum - self.target)) <= self.tolerance * float(np.linalg.norm(self.target)) \
-            + self.floor
-
-    def effort(self, state: State) -> ControlEffort:
-        if self.hold is None:
-            self.reset(state)
-        ff = self.ff
-        rd = reduced_dynamics(ff, self.data, state, Mode.FLYING)  # (base in world axes, arm joints and wheels)
-        part = base_partition(ff.base, Mode.FLYING)
-        acc = np.zeros(rd.H.shape[0])
-        acc[:ff.nb] = base_accelerations(ff, state, self.hold, self.gains, part)
-        arm, wheels = ff.arm_v_indices, ff.wheel_v_indices  # its joint coordinates follow the nb base ones
-        acc[arm] = 4.0 * (self.angles - _arm_angles(ff, state)) - 4.0 * state.v[ff.arm_v_indices]
-        acc[wheels] = self.rate_gain * (self.wheel_rates(state) - state.v[ff.wheel_v_indices])
-        forces = rd.H @ acc + rd.C
-        return ControlEffort(forces[arm], forces[wheels], forces[:ff.nb])
 
 
 class StowLaw:
@@ -163,7 +106,7 @@ class StowLaw:
         h = centroidal_momentum(ff, self.data, state)  # [P; L about the CoM], world; CoM in data.com[0]
         F = -self.momentum_gain * h[:3]
         lever = base_position(ff, state.q) - self.data.com[0]
-        torque = -self.momentum_gain * h[3:] - np.cross(lever, F)
+        torque = -self.momentum_gain * h[3:] - cross3(lever, F)
         wrench = np.array([F[0], F[1], torque[2]]) if ff.base == "planar" else np.concatenate([F, torque])
         rd = reduced_dynamics(ff, self.data, state, Mode.FLYING, idle_wheels=True)  # (base world, arm)
         acc = np.concatenate([np.zeros(nb), u_arm])

@@ -35,6 +35,7 @@ import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.free_body import BodyState, FreeBody
+from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.momentum import centroidal_momentum
 from freeflyer_control.physics.reaction_null_space import base_rows
 from freeflyer_control.physics.state import State, base_rotation
@@ -56,7 +57,7 @@ def wheel_momentum(ff: FreeFlyerModel, data: pin.Data, state: State) -> np.ndarr
 def body_momentum(body: FreeBody, state: BodyState, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(P, L about ``point``) of a free rigid body, world axes, 3-vectors."""
     P = body.mass * np.asarray(state.linear_velocity, dtype=float)
-    L = state.angular_momentum(body) + np.cross(state.pose.translation - point, P)
+    L = state.angular_momentum(body) + cross3(state.pose.translation - point, P)
     return P, L
 
 
@@ -97,7 +98,7 @@ def stack_momentum(ff: FreeFlyerModel, data: pin.Data, state: State, body: FreeB
     m_s, m_t = ff.total_mass, body.mass
     C = (m_s * c_s + m_t * target.pose.translation) / (m_s + m_t)
     P_s = h[:3]
-    L_s = h[3:] + np.cross(c_s - C, P_s)
+    L_s = h[3:] + cross3(c_s - C, P_s)
     P_t, L_t = body_momentum(body, target, C)
     wheels = wheel_momentum(ff, data, state)
     if ff.base == "planar":

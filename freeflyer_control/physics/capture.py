@@ -34,7 +34,7 @@ from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object, with_grasp_placement, with_grasps
 from freeflyer_control.physics.closed_chain import loop_terms
 from freeflyer_control.physics.dynamics import mass_matrix
-from freeflyer_control.physics.linalg import solve
+from freeflyer_control.physics.linalg import cross3, solve
 from freeflyer_control.physics.state import State
 
 _PLANAR_ROWS = np.array([0, 1, 5])
@@ -135,3 +135,15 @@ def close_loop(ff: FreeFlyerModel, obj: ObjectConfig, end_effector: str, state: 
     impulse = -solve(J @ MinvJt, J @ state.v)
     v_after = state.v + MinvJt @ impulse
     return LoopClosure(held, both, State(state.q.copy(), v_after), impulse)
+
+
+def held_frame_motion(held: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, placement: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
+    """(pose in world, twist [v; w] world axes at its origin) of the frame ``placement`` (in the
+    object frame) of the object ``held`` carries, from ``data`` holding the forward kinematics
+    with velocities and the frame placements (a second hand's grasp frame on a captured target)."""
+    fid = held.frame_id(obj.name)
+    X_o = data.oMf[fid]
+    pose = X_o * placement
+    v_o = pin.getFrameVelocity(held.model, data, fid, pin.LOCAL_WORLD_ALIGNED)
+    r = pose.translation - X_o.translation
+    return pose, np.concatenate([v_o.linear + cross3(v_o.angular, r), v_o.angular])

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.physics.linalg import cross3
+
 # A prediction's step turns the body by at most STEP_ANGLE rad (and lasts at most MAX_STEP_S s):
 # RK4's local error, ~(w dt)^5 ~ 1e-10 rad, is then far below any grasp tolerance whatever the
 # spin, and a target at 4 deg/s is predicted 10 s ahead in 100 steps.
@@ -80,7 +82,7 @@ def angular_acceleration(body: FreeBody, rotation: np.ndarray, angular_velocity:
     if body.planar:
         return np.zeros(3)
     Omega = rotation.T @ np.asarray(angular_velocity, dtype=float)
-    return rotation @ np.linalg.solve(body.inertia, np.cross(body.inertia @ Omega, Omega))
+    return rotation @ np.linalg.solve(body.inertia, cross3(body.inertia @ Omega, Omega))
 
 
 # The step below works on Python floats: on 3-vectors, NumPy's per-call overhead (np.cross,
@@ -179,8 +181,8 @@ def frame_motion(body: FreeBody, state: BodyState, placement: pin.SE3) -> FrameM
     r = pose.translation - state.pose.translation
     w = state.angular_velocity
     alpha = angular_acceleration(body, state.pose.rotation, w)
-    v = state.linear_velocity + np.cross(w, r)
-    a = np.cross(alpha, r) + np.cross(w, np.cross(w, r))
+    v = state.linear_velocity + cross3(w, r)
+    a = cross3(alpha, r) + cross3(w, cross3(w, r))
     return FrameMotion(pose, np.concatenate([v, w]), np.concatenate([a, alpha]))
 
 

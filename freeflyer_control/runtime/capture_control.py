@@ -3,7 +3,7 @@ object's odometry and the plant's capture service.
 
 The controller knows the free object (its config) and measures it from the plant's /object/odom
 (pose of the object frame, CoM, in world; twist [v; w] in world axes at the CoM). The mission's
-phases (``preload``, ``approach``, ``stow``, ``reach``, ``hold``, ``rest``) run here as in
+phases (``approach``, ``stow``, ``reach``, ``hold``, ``rest``) run here as in
 ``freeflyer sim --maneuver capture``. :meth:`CaptureControl.ready` says when the grasp being
 approached is within the capture tolerances, the same check the plant makes before it closes it
 (so the node's request is not refused for a tolerance the controller could have known about);
@@ -61,7 +61,7 @@ class CaptureControl:
         return BodyState(self.object_pose, self.object_twist[:3].copy(), self.object_twist[3:].copy())
 
     def _needs_odometry(self) -> bool:
-        return self.mission.phase in ("preload", "approach") and self.object_pose is None
+        return self.mission.phase == "approach" and self.object_pose is None
 
     def refusal(self, state: State) -> str | None:
         """Why the grasp being approached may not close now (the plant's refusal line), or None."""

@@ -309,7 +309,7 @@ class ControllerServer:
             self.capture.captured(self.state)
 
     def capture_diagnostics(self) -> dict[str, str]:
-        """Capture phase (``preload``, ``approach``, ``stow``, ``reach``, ``hold``, ``rest``, or ``at_rest``
+        """Capture phase (``approach``, ``stow``, ``reach``, ``hold``, ``rest``, or ``at_rest``
         once the stack is at rest) and, approaching a grasp, why it would be refused, for /diagnostics."""
         if self.capture is None:
             return {}

@@ -26,7 +26,7 @@ from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.grasp_pose import check_object
 from freeflyer_control.model.objects import ObjectConfig, attach_object, free_object_model
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
-from freeflyer_control.physics.capture import capture_impact, close_loop
+from freeflyer_control.physics.capture import capture_impact, close_loop, held_frame_motion
 from freeflyer_control.physics.closed_chain import ClosedChainPlant
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
@@ -127,12 +127,8 @@ class ObjectPlant:
         model, data = plant.ff.model, plant.data
         pin.forwardKinematics(model, data, s.q, s.v)
         pin.updateFramePlacements(model, data)
-        fo, fe = plant.ff.frame_id(self.obj.name), plant.ff.frame_id(ee)
-        X_o = data.oMf[fo]
-        grasp = X_o * self.obj.grasps[1].placement
-        v_o = pin.getFrameVelocity(model, data, fo, pin.LOCAL_WORLD_ALIGNED)
-        r = grasp.translation - X_o.translation
-        grasp_twist = np.concatenate([v_o.linear + np.cross(v_o.angular, r), v_o.angular])
+        fe = plant.ff.frame_id(ee)
+        grasp, grasp_twist = held_frame_motion(plant.ff, data, self.obj, self.obj.grasps[1].placement)
         rel = relative_motion(data.oMf[fe], pin.getFrameVelocity(model, data, fe, pin.LOCAL_WORLD_ALIGNED).vector,
                               grasp, grasp_twist)
         refusal = capture_refusal(ee, self.obj.name, rel, self.tolerances)

@@ -42,6 +42,7 @@ from freeflyer_control.physics.capture import capture_impact, close_loop
 from freeflyer_control.physics.closed_chain import ClosedChainPlant, object_net_wrench
 from freeflyer_control.physics.free_body import BodyState, free_body
 from freeflyer_control.physics.grasp import grasp_matrix
+from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import (
@@ -200,7 +201,7 @@ def body_state(free, state: State) -> BodyState:
 def _object_momentum(obj, pose: pin.SE3, twist: np.ndarray, planar: bool) -> np.ndarray:
     """[P; L about the world origin] of the free object, world axes (planar [Px, Py, Lz])."""
     P = obj.mass * twist[:3]
-    L = pose.rotation @ obj.inertia @ pose.rotation.T @ twist[3:] + np.cross(pose.translation, P)
+    L = pose.rotation @ obj.inertia @ pose.rotation.T @ twist[3:] + cross3(pose.translation, P)
     h = np.concatenate([P, L])
     return h[[0, 1, 5]] if planar else h
 
@@ -252,6 +253,7 @@ class _Run:
     rest_t: float | None = None
     refusal: str | None = None
     impact: object = None
+    hdata: object = None
     closure: object = None
     peak_f: float = 0.0
     peak_m: float = 0.0
@@ -370,6 +372,7 @@ def _close_first(ff, obj, truth, ee, plant, object_plant, free, mission, run, t,
     h_after = world_momentum(impact.held, impact.held.create_data(), impact.state)
     run.h_jump = float(np.abs(h_after - h_before).max())
     run.impact, run.capture_t, run.fuel_at_capture = impact, t, run.fuel
+    run.hdata = impact.held.create_data()
     _, w = base_twist_world(impact.held, impact.state)
     run.w_after_impact = float(np.linalg.norm(w))
     held = Plant(impact.held, impact.state, dt, t)
@@ -401,7 +404,7 @@ def _grasp_wrench_peak(plant, run, state: State, act, planar: bool) -> tuple[flo
         rows = plant.grasp_wrenches(tau)
     else:
         held, obj = plant.ff, run.impact.obj
-        hdata = held.create_data()
+        hdata = run.hdata
         net = object_net_wrench(held, hdata, obj, state.q, state.v, plant.last_acceleration)
         e = hdata.oMf[held.frame_id(obj.grasps[0].end_effector)].translation
         c = hdata.oMf[held.frame_id(obj.name)].translation
@@ -417,7 +420,7 @@ def _sample(ff, model, data, plant, object_plant, free, truth, mission, act, R0,
         pose, twist = _object_pose_twist(free, object_plant.state)
         h = h + _object_momentum(truth, pose, twist, planar)
     _, w = base_twist_world(model, state)
-    if mission.phase in ("approach", "reach", "preload"):
+    if mission.phase in ("approach", "reach"):
         target = body_state(free, object_plant.state) if object_plant is not None else None
         _, ee, _, grasp, _ = mission.grasp_motion(state, target)
         distance = float(np.linalg.norm(ee.translation - grasp.translation))
@@ -461,6 +464,7 @@ def _summary(config, ff, obj, series, t_reached, elapsed, mission, run) -> dict:
         "final_base_angular_velocity_rad_s": norm(series["base_angular_velocity"][-1]) if sampled else None,
         "target_angular_momentum_Nms": norm(run.stack.target[1]),
         "bias_momentum_Nms": None if ev.bias is None else norm(ev.bias),
+        "bias_loaded_s": ev.bias_loaded,
         "peak_wheel_momentum_Nms": float(np.linalg.norm(wheels, axis=1).max()) if sampled and wheels.size else 0.0,
         "final_wheel_momentum_Nms": norm(wheels[-1]) if sampled and wheels.size else 0.0,
         "fuel_N_s": run.fuel,
