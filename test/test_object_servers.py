@@ -288,3 +288,25 @@ def test_capturing_refuses_modes_the_capture_laws_cannot_fly(planar):
     with pytest.raises(ValueError, match=r"^mode 'rotation-flying' refused: capturing an object, the controller "
                                          r"flies \['floating', 'rotation-floating', 'flying'\] only$"):
         ControllerServer(ff, rate=RATE, capture_obj=obj, mode="rotation-flying")
+
+
+def test_the_capture_law_predicts_the_grasp_frame_path_and_measures_the_base_attitude_change():
+    """What controller_node draws in rviz (/capture/markers): the first grasp frame's path over
+    the next seconds from the target's torque-free motion, and the base's attitude change."""
+    from freeflyer_control.physics.free_body import free_body, frame_motion, propagate
+    from freeflyer_control.runtime.capture_control import CaptureControl
+    from freeflyer_control.sim.capture import CaptureConfig, body_state, initial_states
+
+    ff, obj, ee, robot_state, free, object_state = initial_states(CaptureConfig(robot="dual_arm_planar",
+                                                                                obj="planar_target"))
+    control = CaptureControl(ff, obj, "flying")
+    assert control.predicted_grasp_path().shape == (0, 3)  # not measured yet
+    target = body_state(free, object_state)
+    control.set_object(target.pose, target.twist)
+    control.tick(robot_state, 0.0)
+    path = control.predicted_grasp_path(horizon=10.0, samples=11)
+    expected = frame_motion(free_body(obj), propagate(free_body(obj), target, 10.0), obj.grasps[0].placement)
+    np.testing.assert_allclose(path[-1], expected.pose.translation, atol=1e-12)
+    assert np.linalg.norm(path[-1] - path[0]) > 0.05  # it moves: 7 mm/s and 5 deg/s over 10 s
+    turned = make_state(ff, joint_positions=ff.ready_pose, base_yaw=0.01)
+    np.testing.assert_allclose(control.base_attitude_error(turned), [0.0, 0.0, 0.01], atol=1e-15)

@@ -28,8 +28,12 @@ With parameter ``capture_object`` (a free object, as the plant's ``object`` with
 the controller captures it (runtime.capture_control): it reads /object/odom, drives the object's
 first grasping end-effector onto its grasp frame, calls the plant's capture service
 (``capture_service``, std_srvs/Trigger) once its own check says the grasp is within tolerance,
-and after a successful answer brings robot and object to rest; /diagnostics shows
-``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused.
+and after a successful answer stows the target, closes the second grasp the same way and brings
+the stack to rest (control.capture_mission; ``capture_approach``, ``capture_bias_momentum``,
+``capture_one_arm``); /diagnostics shows ``capture_state`` (approach, stow, reach, hold, rest,
+at_rest) and, approaching a grasp, why it would be refused; /capture/markers
+(visualization_msgs/MarkerArray, 10 Hz) the target's predicted grasp-frame path and the base's
+attitude change.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
@@ -94,6 +98,12 @@ PARAMS = ROBOT_PARAMS + (
           "the plant must simulate it with object_free", read_only=True),
     Param("capture_service", "/plant_node/capture", "the plant's capture service (std_srvs/Trigger)",
           read_only=True),
+    Param("capture_approach", "naive", "with capture_object: the hand through the mode's GJM (naive) or inside "
+          "the reaction null space, the base undisturbed (reactionless)", choices=("naive", "reactionless"),
+          read_only=True),
+    Param("capture_bias_momentum", False, "with capture_object, mode rotation-floating: load the wheels with the "
+          "momentum that cancels the target's during the approach (thrusters)", read_only=True),
+    Param("capture_one_arm", False, "with capture_object: the first hand only (no second grasp)", read_only=True),
     Param("internal_force", 3.5, "squeeze setpoint on the held object: the force each hand presses it with, N "
           "(settable at run time)",
           range=(-100.0, 100.0)),
@@ -116,7 +126,10 @@ class ControllerNode(Node):
                                        max_base_rate=p["max_base_rate"],
                                        obj=load_object(p["object"]) if p["object"] else None,
                                        internal_force=p["internal_force"],
-                                       capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None)
+                                       capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None,
+                                       capture_options={"approach": p["capture_approach"],
+                                                        "bias": p["capture_bias_momentum"],
+                                                        "both_arms": not p["capture_one_arm"]})
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = quiet_publisher(self, Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
         self.pub_wheels = quiet_publisher(self, Float64MultiArray, "reaction_wheels/command", COMMAND_QOS)
@@ -125,6 +138,8 @@ class ControllerNode(Node):
         self.pub_mode = quiet_publisher(self, String, "mode", LATCHED_QOS)
         self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.pub_capture = quiet_publisher(self, MarkerArray, "capture/markers", COMMAND_QOS) \
+            if p["capture_object"] else None
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
@@ -320,6 +335,10 @@ class ControllerNode(Node):
             # For rviz: 10 Hz is plenty, and a MarkerArray per tick costs the loop at 500 Hz.
             self.next_markers_tick = self.server.stats.ticks + self.markers_every
             self.pub_targets.publish(self._target_markers(out.info.tasks))
+        if self.pub_capture is not None and self.server.state is not None \
+                and self.server.stats.ticks >= self.next_markers_tick:
+            self.next_markers_tick = self.server.stats.ticks + self.markers_every
+            self.pub_capture.publish(self._capture_markers())
         self.last = out
 
     def _log_events(self) -> None:
@@ -355,6 +374,41 @@ class ControllerNode(Node):
             mk.pose.position = Point(x=float(task.position[0]), y=float(task.position[1]), z=float(task.position[2]))
             markers.append(mk)
         return MarkerArray(markers=markers)
+
+    def _capture_markers(self) -> MarkerArray:
+        """The target's predicted grasp-frame path (a line, while approaching; deleted after) and the
+        base's attitude change since the start (an arrow along its rotation vector, 1 m per rad,
+        and its size in degrees as text), world frame."""
+        capture, state = self.server.capture, self.server.state
+        stamp = self.get_clock().now().to_msg()
+
+        def marker(ns, kind, rgba):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = "world", stamp
+            mk.ns, mk.id, mk.type, mk.action = ns, 0, kind, Marker.ADD
+            mk.pose.orientation.w = 1.0
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = rgba
+            return mk
+
+        path = capture.predicted_grasp_path()
+        line = marker("predicted_grasp_path", Marker.LINE_STRIP, (0.2, 0.9, 0.9, 0.9))
+        line.scale.x = 0.01
+        line.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in path]
+        if not len(path):
+            line.action = Marker.DELETE
+        error = capture.base_attitude_error(state)
+        base = state.q[:3] if self.ff.base == "spatial" else np.array([state.q[0], state.q[1], 0.0])
+        arrow = marker("base_attitude_error", Marker.ARROW, (0.9, 0.2, 0.9, 0.9))
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.02, 0.04, 0.06
+        arrow.points = [Point(x=float(base[0]), y=float(base[1]), z=float(base[2]) + 0.5),
+                        Point(x=float(base[0] + error[0]), y=float(base[1] + error[1]),
+                              z=float(base[2] + 0.5 + error[2]))]
+        text = marker("base_attitude_error", Marker.TEXT_VIEW_FACING, (1.0, 1.0, 1.0, 0.9))
+        text.id = 1
+        text.scale.z = 0.08
+        text.pose.position = Point(x=float(base[0]), y=float(base[1]), z=float(base[2]) + 0.65)
+        text.text = f"base attitude change {np.degrees(np.linalg.norm(error)):.3g} deg ({capture.phase})"
+        return MarkerArray(markers=[line, arrow, text])
 
     def _diagnose(self) -> None:
         s = self.server

@@ -22,9 +22,9 @@ from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, with_grasp_placement
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.capture import close_loop
-from freeflyer_control.physics.free_body import BodyState
+from freeflyer_control.physics.free_body import BodyState, predicted_frame_path
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.physics.state import State
+from freeflyer_control.physics.state import State, base_rotation
 
 
 class CaptureControl:
@@ -42,6 +42,7 @@ class CaptureControl:
         self.object_pose: pin.SE3 | None = None
         self.object_twist = np.zeros(6)
         self.t = 0.0
+        self.start_attitude: np.ndarray | None = None  # the base's, at the first tick (world <- base)
 
     @property
     def phase(self) -> str:
@@ -95,6 +96,24 @@ class CaptureControl:
         while the target is needed and not yet measured (hold still)."""
         if t is not None:
             self.t = t
+        if self.start_attitude is None:
+            self.start_attitude = base_rotation(self.ff, state.q)
         if self._needs_odometry():
             return None
         return self.mission.actuation(state, self.t, self._target())
+
+    def predicted_grasp_path(self, horizon: float = 10.0, samples: int = 40) -> np.ndarray:
+        """(samples, 3) positions (world, m) of the first grasp frame over the next ``horizon`` s,
+        from the target's measured state and its torque-free motion (physics.free_body); empty
+        once the grasp has closed or before the target is measured."""
+        target = self._target()
+        if self.mission.phase != "approach" or target is None:
+            return np.zeros((0, 3))
+        path = predicted_frame_path(self.mission.body, target, self.mission.first.placement, horizon, samples)
+        return np.array([m.pose.translation for m in path])
+
+    def base_attitude_error(self, state: State) -> np.ndarray:
+        """The base's attitude change since the first tick, a rotation vector (world axes, rad)."""
+        if self.start_attitude is None:
+            return np.zeros(3)
+        return pin.log3(base_rotation(self.ff, state.q) @ self.start_attitude.T)

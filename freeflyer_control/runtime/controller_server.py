@@ -29,6 +29,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.capture import CAPTURE_MODES
+from freeflyer_control.control.capture_mission import CaptureOptions, options_problem
 from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
@@ -114,7 +115,8 @@ class ControllerServer:
         frame, measured by :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's
         capture service would close the grasp being approached (the first, then the second);
         after :meth:`captured` the mission stows the target, closes the second grasp and brings
-        the stack to rest.
+        the stack to rest. ``capture_options``: approach, bias, both_arms
+        (runtime.capture_control.CaptureControl).
     """
 
     def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
@@ -122,7 +124,7 @@ class ControllerServer:
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
                  obj: ObjectConfig | None = None, internal_force: float = 0.0,
-                 capture_obj: ObjectConfig | None = None):
+                 capture_obj: ObjectConfig | None = None, capture_options: dict | None = None):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -146,7 +148,13 @@ class ControllerServer:
             refusal = _capturing_refuses(Mode.parse(mode), base_actuation)
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
-            self.capture = CaptureControl(ff, capture_obj, mode, base_actuation=base_actuation)
+            options = capture_options or {}
+            problem = options_problem(ff, CaptureOptions(mode=Mode.parse(mode).value, base_actuation=base_actuation,
+                                                         **options))
+            if problem:
+                raise ValueError(problem)
+            self.capture = CaptureControl(ff, capture_obj, mode, base_actuation=base_actuation,
+                                          **(capture_options or {}))
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.clock = ClockGuard()
