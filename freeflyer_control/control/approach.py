@@ -126,7 +126,8 @@ class ApproachGains:
     the hand does not use -> rates); posture: 1/s (reactionless: the other arm back to its start);
     sigma0, damping_max: where the singularity damping starts and what it grows to (twist units);
     attitude_bound: rad, the base attitude error a reactionless approach lets the task cause
-    before it puts the base first."""
+    before it puts the base first; base_kp 1/s^2, base_kd 1/s: the PD that holds a base the hand
+    does not use (flying: thrusters; rotation-floating: wheels, attitude)."""
 
     position: float = 1.5
     velocity: float = 20.0
@@ -139,6 +140,8 @@ class ApproachGains:
     sigma0: float = 0.05
     damping_max: float = 0.05
     attitude_bound: float = 0.02
+    base_kp: float = 1.0
+    base_kd: float = 2.0
 
 
 class ApproachLaw:
@@ -151,7 +154,8 @@ class ApproachLaw:
         approach: ``"naive"`` or ``"reactionless"``.
         columns: indices into ``ff.arm_joint_names`` of the joints the hand may use (default: all
             arm joints); the others hold the angles they had at :meth:`reset`.
-        use_base: flying only: the base velocity is an input of the hand's task (else held).
+        use_base: flying only: the base velocity is an input of the hand's task (else held by
+            the thrusters).
     """
 
     def __init__(self, ff: FreeFlyerModel, end_effector: str, mode: Mode | str, approach: str = "naive",
@@ -212,21 +216,21 @@ class ApproachLaw:
             used = list(self.columns) + (list(range(n_arm, n_arm + self.commanded.size)) if self.use_base else [])
             fixed = np.setdiff1d(np.arange(J.shape[1]), used)
             u_star[self.others] = hold[self.others]
-            if not self.use_base and self.commanded.size:
-                u_star[n_arm:] = g.hold * base_error[self.commanded]
-            task = task - J[:, fixed] @ u_star[fixed]
+            task = task - J[:, fixed] @ u_star[fixed]  # the held base's velocity is zero in u_star
             Ju = J[:, used]
             sv = np.linalg.svd(Ju, compute_uv=False)
             lam = max(g.damping, singular_damping(float(sv[-1]) if sv.size else 0.0, g.sigma0, g.damping_max))
             u_star[used] = Ju.T @ np.linalg.solve(Ju @ Ju.T + lam ** 2 * np.eye(Ju.shape[0]), task)
-        if self.approach == "reactionless" and self.commanded.size:  # wheels / thrusters hold the rest
-            u_star[n_arm:] = g.attitude * base_error[self.commanded]
         # All joint rates scaled together (a null-space motion stays one) to the URDF limits.
         over = float(np.max(np.abs(u_star[:n_arm]) / self.rate_limits, initial=0.0))
         if over > 1.0:
             u_star[:n_arm] /= over
         u = actuated_velocities(ff, state, self.mode)
         u_dot = g.velocity * (u_star - u)
+        if self.commanded.size and not self.use_base:
+            # The held base: a PD on its pose (1 rad/s, critically damped), not the stiff velocity
+            # loop of the arm: the wrench it asks of small thrusters or wheels stays in reach.
+            u_dot[n_arm:] = g.base_kp * base_error[self.commanded] - g.base_kd * u[n_arm:]
         if self.approach == "reactionless":
             rns = self._rns
             u_dot[:n_arm] -= np.linalg.pinv(rns.coupling, rcond=1e-9) @ (

@@ -67,7 +67,9 @@ START = {
 }
 # s: the approach's deadline after it begins (a grasp that has not closed by then is refused).
 APPROACH_TIMEOUT_S = 40.0
-SETTLE_S = 1.0  # without --duration a run ends this long after the system came to rest, s
+# s: without --duration a run ends this long after the stack came to rest (the final figures are
+# then those of a stack that has settled, not of one just under the rest threshold).
+SETTLE_S = 5.0
 # s: a run without --duration stops this long after the first grasp if the stack is not at rest.
 REST_TIMEOUT_S = 60.0
 
