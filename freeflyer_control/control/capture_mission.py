@@ -46,7 +46,7 @@ from freeflyer_control.control.capture import (
 from freeflyer_control.control.cooperative import CooperativeController, ObjectReference
 from freeflyer_control.control.detumble import RestLaw, StowLaw
 from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
-from freeflyer_control.errors import FreeFlyerError, ModeError
+from freeflyer_control.errors import FreeFlyerError, ModeError, ModelError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig, attach_object, with_grasps
 from freeflyer_control.physics.actuators import Actuation
@@ -240,7 +240,12 @@ class CaptureMission:
             return pin.difference(ff.model, pin.neutral(ff.model), q_reach)[arm], T
         staged = with_grasps(self.obj, [(held_obj.grasps[0].end_effector, held_obj.grasps[0].placement),
                                         (self.second.end_effector, self._pre_grasp())])
-        return check_object(ff, staged)[arm - ff.nb], 2.0 * T
+        # Solved from where the arms are (the ready pose can sit in another basin of the inverse
+        # kinematics), then, if that fails, from the ready pose.
+        try:
+            return check_object(ff, staged, start=angles)[arm - ff.nb], 2.0 * T
+        except ModelError:
+            return check_object(ff, staged)[arm - ff.nb], 2.0 * T
 
     def loop_closed(self, state: State, held: FreeFlyerModel, held_obj: ObjectConfig, t: float) -> None:
         """The second grasp closed: ``held`` holds ``held_obj`` (both grasps as they closed,

@@ -21,10 +21,11 @@ REACH_TOL = 1e-9
 # Newton stops here: round-off of the forward kinematics of a ~1 m arm.
 _CONVERGED = 1e-13
 
-def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
+def check_object(ff: FreeFlyerModel, obj: ObjectConfig, start: np.ndarray | None = None) -> np.ndarray:
     """Check ``obj`` against robot ``ff`` and return the robot's joint angles (rad, ``ff.joint_names``
-    order) that hold it: the ready pose, with each grasping arm solved so its end-effector sits on
-    its grasp frame (object at ``obj.pose_in_base``, base at the origin).
+    order) that hold it: the ready pose (or ``start``, joint angles in the same order, e.g. where
+    the arms are now), with each grasping arm solved from there so its end-effector sits on its
+    grasp frame (object at ``obj.pose_in_base``, base at the origin).
 
     Raises:
         ModelError: wrong base type, a grasp naming no end-effector of the robot, or a grasp
@@ -37,6 +38,8 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
     index = {n: i for i, n in enumerate(ff.joint_names)}
     for name, value in ff.ready_pose.items():
         angles[index[name]] = value
+    if start is not None:
+        angles = np.asarray(start, dtype=float).copy()
     state = make_state(ff, joint_positions=angles)
     data = ff.create_data()
     for grasp in obj.grasps:
