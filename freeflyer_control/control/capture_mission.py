@@ -149,6 +149,10 @@ class CaptureMission:
         self.held_obj: ObjectConfig | None = None
         self.mapper = ActuatorMapper(ff, options.base_actuation)
         self.phase = "approach"
+        try:  # the joint angles that hold the target as configured (a start for the stow's IK)
+            self._held_angles = check_object(ff, obj) if self.second is not None else None
+        except ModelError:
+            self._held_angles = None
         self.events = MissionEvents()
         self.data = ff.create_data()
         self._law = None
@@ -240,12 +244,16 @@ class CaptureMission:
             return pin.difference(ff.model, pin.neutral(ff.model), q_reach)[arm], T
         staged = with_grasps(self.obj, [(held_obj.grasps[0].end_effector, held_obj.grasps[0].placement),
                                         (self.second.end_effector, self._pre_grasp())])
-        # Solved from where the arms are (the ready pose can sit in another basin of the inverse
-        # kinematics), then, if that fails, from the ready pose.
-        try:
-            return check_object(ff, staged, start=angles)[arm - ff.nb], 2.0 * T
-        except ModelError:
-            return check_object(ff, staged)[arm - ff.nb], 2.0 * T
+        # Newton from a start in the right basin: the arms holding the target as configured (the
+        # grasp closed a few mm and hundredths of a radian off it), then where the arms are, then
+        # the ready pose.
+        starts = ([self._held_angles] if self._held_angles is not None else []) + [angles, None]
+        for i, start in enumerate(starts):
+            try:
+                return check_object(ff, staged, start=start)[arm - ff.nb], 2.0 * T
+            except ModelError:
+                if i == len(starts) - 1:
+                    raise
 
     def loop_closed(self, state: State, held: FreeFlyerModel, held_obj: ObjectConfig, t: float) -> None:
         """The second grasp closed: ``held`` holds ``held_obj`` (both grasps as they closed,
