@@ -61,6 +61,10 @@ from freeflyer_control.physics.state import State, base_position, base_rotation,
 
 # At rest: every actuated velocity of the mode below this (m/s, rad/s).
 REST_SPEED = 1e-3
+# rad/s: rotation-floating, the second hand closes only once the base turns slower than this: the
+# closed chain's law (control.cooperative) is not saturation-aware, and stopping a turning stack
+# with 0.2 N m wheels would saturate them; the reach's law stops it first, saturation-aware.
+QUIET_BASE_RATE = 2e-3
 # The second hand waits this far from its grasp frame (m, back towards its shoulder) while the
 # first one stows the target.
 PRE_GRASP_STANDOFF = 0.05
@@ -186,8 +190,14 @@ class CaptureMission:
         if self.phase not in ("approach", "reach"):
             return f"capture refused: no grasp is being approached (phase {self.phase})"
         hand, ee, ee_twist, grasp, grasp_twist = self.grasp_motion(state, target)
-        return capture_refusal(hand, self.obj.name, relative_motion(ee, ee_twist, grasp, grasp_twist),
-                               self.options.tolerances)
+        refusal = capture_refusal(hand, self.obj.name, relative_motion(ee, ee_twist, grasp, grasp_twist),
+                                  self.options.tolerances)
+        if refusal is None and self.phase == "reach" and self.mode is Mode.ROTATION_FLOATING:
+            turning = float(np.linalg.norm(base_twist_world(self.model, state)[1]))
+            if turning > QUIET_BASE_RATE:
+                return (f"capture refused: the base still turns at {turning:.3g} rad/s (the wheels are stopping "
+                        f"it; closing at under {QUIET_BASE_RATE:g} rad/s); wait")
+        return refusal
 
     # --- the plant's news -----------------------------------------------------------------------
     def grasped(self, state: State, held_obj: ObjectConfig, t: float) -> None:
