@@ -56,16 +56,20 @@ setup(
     install_requires=['setuptools', 'numpy', 'scipy', 'pyyaml'],
     extras_require={
         # PyPI builds of what a ROS install provides.
-        'pypi': ['pin>=3', 'matplotlib'],
+        # numba: the compiled engine (freeflyer sim, campaigns, plant_node), fast from the first
+        # run (it compiles only what a run flies, then loads numba's cache).
+        'pypi': ['pin>=3', 'matplotlib', 'numba>=0.60'],
         # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
-        # Optional: compiled kernels (numba): `freeflyer sim`'s compiled engine, the plant step of
-        # plant_node and the testbed emulator, GJM and H*/C* post-processing, thruster allocation.
+        # The compiled kernels alone (numba; 'pypi' includes them), e.g. beside a ROS install:
+        # `freeflyer sim`'s compiled engine, the plant step of plant_node and the testbed
+        # emulator, GJM and H*/C* post-processing, thruster allocation.
         'fast': ['numba>=0.60'],
         # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
         'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
-        # Optional benchmark peers (bench/bench_spart.py): never imported by the package.
-        'bench': ['spartpy'],
+        # Optional benchmark peers (bench/bench_spart.py, bench/bench_mujoco.py): never imported by
+        # the package.
+        'bench': ['spartpy', 'mujoco>=3.2'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',

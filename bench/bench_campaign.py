@@ -2,8 +2,10 @@
 
 Two campaigns, each flown on 1 and on 2 local worker processes (the same path as a cluster):
 
-* Wilde on planar_4link, floating, computed torque, 30 s at 250 Hz, with mass-property error,
-  encoder noise and latency dispersed (the pure-Python lockstep: dispersions need it);
+* the bundled spec (config/campaigns/wilde_dispersed.yaml: Wilde on planar_4link, floating,
+  computed torque, 30 s at 250 Hz, with mass properties, sensor noise, latency and the start
+  pose dispersed), once on the Python engine and once on the compiled one (the speed-up of
+  dispersions on the compiled engine);
 * station keeping through the emulated testbed (planar_4link testbed), 10 s, with capture noise
   and latency dispersed.
 
@@ -33,16 +35,23 @@ from freeflyer_control.campaign.engine import run_campaign
 from freeflyer_control.campaign.journal import Journal
 from freeflyer_control.campaign.spec import parse_spec
 
-CASES = {
-    "Wilde, planar_4link floating, 30 s": {
-        "robot": "planar_4link", "mode": "floating", "controller": "computed_torque", "maneuver": "wilde",
-        "duration": 30, "seed": 1,
-        "dispersions": {"mass_error": {"uniform": [-0.1, 0.1]}, "joint_noise": {"normal": [0, 0.001], "min": 0},
-                        "latency": {"uniform": [0, 0.008]}}},
-    "station keeping via testbed, 10 s": {
-        "via_testbed": "planar_4link", "mode": "flying", "maneuver": "station-keeping", "duration": 10, "seed": 1,
-        "dispersions": {"capture_position_noise": {"uniform": [0, 0.002]}, "capture_latency": {"uniform": [0, 0.02]}}},
-}
+BUNDLED = Path(__file__).resolve().parents[1] / "config" / "campaigns" / "wilde_dispersed.yaml"
+
+
+def cases() -> dict[str, dict]:
+    """The bundled spec on each engine (the "before" and "after" of dispersions on the compiled
+    engine), and a campaign through the emulated testbed."""
+    import yaml
+
+    bundled = yaml.safe_load(BUNDLED.read_text())
+    return {
+        "bundled spec (Wilde, 30 s), Python engine": {**bundled, "engine": "python"},
+        "bundled spec (Wilde, 30 s), compiled engine": {**bundled, "engine": "compiled"},
+        "station keeping via testbed, 10 s": {
+            "via_testbed": "planar_4link", "mode": "flying", "maneuver": "station-keeping", "duration": 10,
+            "seed": 1, "dispersions": {"capture_position_noise": {"uniform": [0, 0.002]},
+                                       "capture_latency": {"uniform": [0, 0.02]}}},
+    }
 
 
 def measure(raw: dict, workers: int):
@@ -83,21 +92,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=12, help="runs per campaign (default 12)")
     parser.add_argument("--quick", action="store_true", help="4 runs of a tenth of the duration")
+    parser.add_argument("--compiled-factor", type=int, default=8,
+                        help="the compiled engine's campaign flies this many times --runs (default 8), so that "
+                             "its wall time is not all start-up")
     args = parser.parse_args()
     before = cpu_times()
     print("| campaign | workers | runs | tasks | start-up s | runs/min | speed-up | s per run | CPU s per run "
           "| overhead per run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, raw in CASES.items():
-        raw = {**raw, "runs": 4 if args.quick else args.runs}
+    rates = {}
+    for name, raw in cases().items():
+        runs = args.runs if "Python" in name or "testbed" in name else args.runs * args.compiled_factor
+        raw = {**raw, "runs": 4 if args.quick else runs}
         if args.quick:
             raw["duration"] = raw["duration"] / 10
         base = None
         for workers in (1, 2):
             rate, per_run, overhead, tasks, startup, cpu = measure(raw, workers)
             base = base or rate
+            rates[name, workers] = rate
             print(f"| {name} | {workers} | {raw['runs']} | {tasks} | {startup:.1f} | {rate:.1f} | {rate / base:.2f}x | "
-                  f"{per_run:.2f} | {cpu:.2f} | {overhead * 1000:.0f} ms ({100 * overhead / per_run:.1f} %) |", flush=True)
+                  f"{per_run:.3f} | {cpu:.3f} | {overhead * 1000:.0f} ms ({100 * overhead / per_run:.1f} %) |", flush=True)
+    print()
+    names = list(cases())
+    for workers in (1, 2):
+        ratio = rates[names[1], workers] / rates[names[0], workers]
+        print(f"bundled spec, {workers} worker(s): compiled engine {ratio:.1f}x the runs per minute of the Python engine")
     print()
     cost = scheduling_cost()
     print(f"scheduling cost of an empty task on 2 local workers: {cost * 1000:.1f} ms of pool time "

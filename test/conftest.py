@@ -81,7 +81,8 @@ def compiled_kernels_ready():
         from freeflyer_control.sim.fast.runner import warm_up
 
         warm_up()
-        fastpath.kernels()
+        fastpath.warm("gjm")
+        fastpath.warm("reduced")
         ThrusterAllocator(load_robot("planar_4link")).allocate(np.zeros(3))
     yield
 

@@ -381,11 +381,11 @@ def test_initial_state_offsets_are_where_the_spec_puts_them_in_world(robot):
 
 
 def test_latency_shows_the_newest_state_at_least_that_old():
-    from freeflyer_control.campaign.dispersions import Sensor
+    from freeflyer_control.sim.perturbation import Sensor, SensorModel
     from conftest import robot
 
     ff = robot("planar_4link")
-    sensor = Sensor(ff, None, 0.006, 0.0, 0.0, 0.0)  # no noise: no random numbers drawn
+    sensor = Sensor(ff, SensorModel(0.006, np.zeros(ff.model.nv), 0))  # no noise: no random numbers drawn
     seen = []
     for k in range(5):  # control period 4 ms; the state's x-velocity carries its time stamp
         state = make_state(ff, base_linear_velocity=(k * 0.004, 0.0, 0.0))

@@ -109,7 +109,7 @@ def test_mode_effort_is_the_computed_torque_law_in_every_mode(name):
             arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
             CK.mode_effort(code, km.planar, nb, cmd[code, 0], cmd[code, 1], M, b, q, v, u, km.arm_v - nb,
                            km.wheel_v - nb, layouts[code], limits, p_d, rotation_from_xyzw(xyzw), gains,
-                           arm, wheels, wrench, cws)
+                           arm, wheels, wrench, cws, True)  # with the wheel solve
             scale = max(1.0, np.abs(effort.arm_torques).max(), np.abs(effort.base_wrench_world).max())
             # Same algebra in another order (Cholesky for LU, loops for BLAS): round-off of the
             # largest force, far below any torque resolution.

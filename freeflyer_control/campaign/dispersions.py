@@ -11,14 +11,13 @@ and ``fault`` picks an injected fault.
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.physics.state import State, base_rotation
-from freeflyer_control.sim.perturbation import Perturbation
+from freeflyer_control.sim.perturbation import Perturbation, SensorModel
 
 
 @dataclass(frozen=True)
@@ -191,19 +190,14 @@ class RunPerturbation(Perturbation):
             thrusters.append(replace(t, direction=d, max_force=t.max_force * (1.0 + scale.get(t.name, 0.0))))
         return replace(ff, thrusters=tuple(thrusters))
 
-    def actuation(self, ff, command):
+    def actuator_gains(self, ff):
         scale = self._per("thruster_scale")
         failed_t, failed_w = self.values.get("thruster_failure"), self.values.get("wheel_failure")
         if not (scale or failed_t not in (None, "none") or failed_w not in (None, "none")):
-            return command
-        forces = np.array(command.thruster_forces, dtype=float)
-        if forces.size:
-            for i, t in enumerate(ff.thrusters):
-                forces[i] *= 0.0 if t.name == failed_t else 1.0 + scale.get(t.name, 0.0)
-        wheels = np.array(command.wheel_torques, dtype=float)
-        if wheels.size and failed_w in ff.wheel_joint_names:
-            wheels[ff.wheel_joint_names.index(failed_w)] = 0.0
-        return replace(command, thruster_forces=forces, wheel_torques=wheels)
+            return None
+        thrusters = np.array([0.0 if t.name == failed_t else 1.0 + scale.get(t.name, 0.0) for t in ff.thrusters])
+        wheels = np.array([0.0 if name == failed_w else 1.0 for name in ff.wheel_joint_names])
+        return thrusters, wheels
 
     def initial_state(self, ff, state: State) -> State:
         joints, pos, vel, rate = (self._per(k) for k in
@@ -233,38 +227,15 @@ class RunPerturbation(Perturbation):
             v[3:6] += ang
         return State(q, v)
 
-    def sensing(self, ff):
+    def sensor_model(self, ff):
         noise = {k: float(self.values.get(k) or 0.0)
                  for k in ("joint_noise", "base_position_noise", "base_attitude_noise")}
         latency = float(self.values.get("latency") or 0.0)
         if not any(noise.values()) and latency == 0:
             return None
-        return Sensor(ff, np.random.default_rng(self.seed), latency, **noise)
-
-
-class Sensor:
-    """Measurement model of the pure simulation: the newest state at least ``latency`` s old
-    (so the latency rounded up to whole control periods; the first state until then), its configuration
-    moved by Gaussian noise in the tangent space (base translation in m and rotation in rad in
-    base_link axes, joint angles in rad; velocities exact)."""
-
-    def __init__(self, ff, rng, latency, joint_noise, base_position_noise, base_attitude_noise):
-        self.ff, self.rng, self.latency = ff, rng, latency
-        nb, nv = ff.nb, ff.model.nv
-        std = np.full(nv, joint_noise)
+        std = np.full(ff.model.nv, noise["joint_noise"])
         if ff.base == "planar":
-            std[:2], std[2] = base_position_noise, base_attitude_noise
+            std[:2], std[2] = noise["base_position_noise"], noise["base_attitude_noise"]
         else:
-            std[:3], std[3:6] = base_position_noise, base_attitude_noise
-        self.std = std
-        self.history: deque[tuple[float, State]] = deque()
-
-    def __call__(self, t: float, state: State) -> State:
-        self.history.append((t, state.copy()))
-        while len(self.history) > 1 and self.history[1][0] <= t - self.latency + 1e-9:
-            self.history.popleft()
-        seen = self.history[0][1]
-        if not self.std.any():
-            return seen.copy()
-        dv = self.rng.normal(0.0, 1.0, self.std.size) * self.std
-        return State(pin.integrate(self.ff.model, seen.q, dv), seen.v.copy())
+            std[:3], std[3:6] = noise["base_position_noise"], noise["base_attitude_noise"]
+        return SensorModel(latency, std, self.seed)

@@ -34,7 +34,8 @@ TESTBED_METRICS = ("estimation_error_base_position_m", "estimation_error_joints_
                    "testbed_trip_count")
 
 RUN_KEYS = {"robot", "base", "ee", "mode", "mode_schedule", "controller", "maneuver", "duration", "rate",
-            "substeps", "base_actuation", "log_rate", "q0", "via_testbed", "faults"}
+            "substeps", "base_actuation", "log_rate", "q0", "via_testbed", "faults", "engine"}
+ENGINES = {"auto": None, "python": False, "compiled": True}  # engine -> run_simulation's ``fast``
 CAMPAIGN_KEYS = {"runs", "seed", "dispersions", "criteria", "worst", "batch"}
 MAX_RUNS = 1_000_000
 
@@ -208,7 +209,33 @@ def base_config(raw: Mapping):
     config = SimConfig(mode_schedule=list(schedule), **kwargs)
     _choices(config)
     config.validate()
+    _engine(raw, config)
     return config
+
+
+def _engine(raw: Mapping, config) -> None:
+    """Refuse an ``engine`` the runs cannot take (``freeflyer sim --engine``'s choices)."""
+    engine = raw.get("engine", "auto")
+    if engine not in ENGINES:
+        raise ValueError(f"campaign spec: engine must be one of {list(ENGINES)}, got {engine!r}")
+    if engine != "compiled":
+        return
+    if raw.get("via_testbed"):
+        raise ValueError("campaign spec: engine: compiled flies pure simulations; runs via_testbed go through "
+                         "the emulated testbed's own loop: drop engine or via_testbed")
+    from freeflyer_control.sim import fast
+
+    if not fast.available():
+        raise ValueError("campaign spec: engine: compiled needs numba: pip install 'freeflyer_control[pypi]'")
+    from freeflyer_control.campaign.dispersions import RunPerturbation
+    from freeflyer_control.sim.fast.runner import not_covered
+
+    config.perturbation = RunPerturbation({}, 0)  # every dispersion kind takes the same path
+    reason = not_covered(config)
+    config.perturbation = None
+    if reason:
+        raise ValueError(f"campaign spec: engine: compiled does not cover these runs: {reason}; "
+                         "use engine: auto (the Python engine flies them)")
 
 
 def _choices(config) -> None:

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import replace
 
 from .dispersions import EMULATOR_KINDS, RunPerturbation
-from .spec import CampaignSpec, base_config
+from .spec import ENGINES, CampaignSpec, base_config
 
 
 def run_config(spec: CampaignSpec, run: int):
@@ -59,8 +59,7 @@ def simulate(spec: CampaignSpec, run: int, *, progress=None, stream=None):
                                seed=spec.run_seed(run), progress=progress, stream=stream)
     from freeflyer_control.sim.runner import run_simulation
 
-    # The compiled engine does not apply perturbations.
-    return run_simulation(config, fast=False, progress=progress, stream=stream)
+    return run_simulation(config, fast=ENGINES[spec.raw.get("engine", "auto")], progress=progress, stream=stream)
 
 
 def metrics_of(spec: CampaignSpec, summary: dict) -> dict[str, float]:

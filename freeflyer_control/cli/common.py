@@ -103,3 +103,15 @@ def validate_query_pose(args: argparse.Namespace) -> None:
         ff = validation_robot(args)
         positions = parse_joint_positions(ff, args.q, "--q")
         check_joint_limits(ff, positions, "--q", refuse=False, command=args.command)
+
+
+def engine_words(s: dict) -> str:
+    """"<engine> engine", with why a run is on the Python one and which plant step it took, when
+    the summary says (e.g. "python engine: not compiled: controller impedance (...); plant step:
+    compiled (numba, ready in 0.9 s)")."""
+    words = f"{s['engine']} engine"
+    reason, step = s.get("engine_reason"), s.get("plant_step")
+    if reason and step and "numba not installed" in reason:
+        step = None   # the plant step's note would say the same
+    details = [d for d in (reason, step) if d]
+    return words + (": " + "; ".join(details) if details else "")

@@ -25,6 +25,7 @@ from freeflyer_control.cli.common import (
 from freeflyer_control.model.joint_positions import parse_joint_positions
 from freeflyer_control.inputs.values import Number
 from freeflyer_control.physics.gjm import generalized_jacobian
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.singularity import SIGMA_NEAR, block_measures, near_singular, singularity_warning
 from freeflyer_control.physics.state import make_state
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     ff = robot_from_args(args)
     frame = frame_from_args(ff, args.frame)
     state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))
-    G = generalized_jacobian(ff, ff.create_data(), state, Mode.parse(args.mode), frame)
+    with fastpath.forced("numpy"):  # one query: compiling a kernel would cost 1000 times the call
+        G = generalized_jacobian(ff, ff.create_data(), state, Mode.parse(args.mode), frame)
     blocks = block_measures(G.matrix, G.row_names)
     if args.json:
         print(json.dumps({

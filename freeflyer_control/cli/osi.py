@@ -20,6 +20,7 @@ from freeflyer_control.cli.common import (
 )
 from freeflyer_control.model.joint_positions import parse_joint_positions
 from freeflyer_control.model import load_robot
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import operational_space_inertia
 from freeflyer_control.physics.state import make_state
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
                     floating_only=mode is Mode.FLOATING)
     frame = frame_from_args(ff, args.frame)
     state = make_state(ff, joint_positions=parse_joint_positions(ff, args.q))
-    osi = operational_space_inertia(ff, ff.create_data(), state.q, mode, frame)
+    with fastpath.forced("numpy"):  # one query: compiling a kernel would cost 1000 times the call
+        osi = operational_space_inertia(ff, ff.create_data(), state.q, mode, frame)
     n = len(osi.row_names)
     if osi.singular:
         print(f"freeflyer osi: Lambda of '{frame}' in {osi.mode.value} mode is singular (Lambda^-1 "

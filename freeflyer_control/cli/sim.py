@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from freeflyer_control.cli.common import (
+    engine_words,
     add_robot_arguments,
     check_joint_limits,
     validation_robot,
@@ -78,7 +79,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
                    help="compiled: the numba lockstep (pip extra 'fast'; computed torque on the joint "
                         "maneuvers wilde and station-keeping, every mode, mode schedules, wheels, thrusters "
-                        "or ideal base actuation); auto: compiled when it applies, else python (default)")
+                        "or ideal base actuation); auto: compiled when it applies, else python (default). "
+                        "The python engine's plant step is compiled too where numba is installed (ee-contact's "
+                        "wall and capture's plants included); held objects keep the Python closed-chain step "
+                        "(the cooperative law is over two thirds of such a run: docs/benchmarks.md). A run's "
+                        "first line names its engine, why, and its plant step")
     p.add_argument("--via-testbed", metavar="CONFIG", nargs="?", const="planar_4link",
                    help="close the loop through the emulated testbed of this testbed config (a .yaml "
                         "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "
@@ -275,7 +280,7 @@ def _figure(summary: dict, key: str, fmt: str) -> str:
 def print_summary(s: dict) -> None:
     """The summary's headline figures, testbed events and mode switches, on stdout."""
     print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
-          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({s['engine']} engine)")
+          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({engine_words(s)})")
     for key, label, fmt in HEADLINE:
         value = _figure(s, key, fmt)
         if key == "rms_tracking_error" and s.get(key) is not None:

@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from freeflyer_control.cli.common import engine_words
 from freeflyer_control.inputs.values import Number, UsageError
 from freeflyer_control.sim.output import json_safe
 
@@ -113,7 +114,7 @@ def run_object(args: argparse.Namespace) -> int:
     if s is None or args.json:
         return code
     print(f"{s['robot']} holding {s['object']}: {s['maneuver']}, cooperative, mode {s['mode']}, "
-          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz ({engine_words(s)})")
     for key, label, unit in (("object_rms_tracking_error_m", "object RMS tracking error", "m"),
                              ("internal_force_rms_error_N", "internal force RMS error", "N"),
                              ("max_grasp_constraint_error_m", "grasp constraint error (max)", "m"),
@@ -165,7 +166,8 @@ def _run_capture(args: argparse.Namespace, out) -> int:
     if s is None:
         return code
     if not args.json:
-        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz "
+              f"({engine_words(s)})")
         for key, label, unit in (("start_grasp_distance_m", "hand to grasp at the start", "m"),
                                  ("capture_time_s", "grasp closed at", "s"),
                                  ("second_grasp_time_s", "second grasp closed at", "s"),

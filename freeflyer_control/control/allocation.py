@@ -79,6 +79,7 @@ from freeflyer_control.control.allocation_kernel import (
     warm_basis_holds,
 )
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import thruster_matrix
 
 _log = logging.getLogger(__name__)
@@ -192,18 +193,27 @@ class _SubsetCache:
         return _Subset(idx, cols, outside, pinv, null, rank, descent, reduced, tableau, cond)
 
 
+def _kernel_function():
+    """allocation_kernel.allocate_forces as numba's dispatcher (it compiles on its first
+    call), or None without numba."""
+    from freeflyer_control.physics import kernels
+
+    if not kernels.available():
+        return None
+    from freeflyer_control.control.kernels.allocation import allocate_forces
+
+    return allocate_forces
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled_kernel():
     """allocation_kernel.allocate_forces compiled by numba, or None without numba. The first
     use on a machine compiles it (10-30 s, then cached on disk): the log says so while it
     happens."""
-    from freeflyer_control.physics import kernels
-
-    if not kernels.available():
+    allocate_forces = _kernel_function()
+    if allocate_forces is None:
         return None
     from numba.core import event
-
-    from freeflyer_control.control.kernels.allocation import allocate_forces
 
     class _Notice(event.Listener):
         told = False
@@ -318,7 +328,9 @@ class ThrusterAllocator:
         colnorm = np.linalg.norm(B, axis=0)
         self._wrench_scale = float(colnorm @ u)
         self._colnorm_max = float(colnorm.max()) if self.n else 0.0
-        self._compiled = _compiled_kernel() if self.n else None
+        # Inside fastpath.deferred() (the compiled engine's Python loop) the kernel compiles at
+        # its first call, if one comes: a run that never fires a thruster never compiles it.
+        self._compiled = (_compiled_kernel() if fastpath.warming() else _kernel_function()) if self.n else None
         self._lock = threading.Lock()  # the scratch and the warm start are shared state
         if self._compiled is not None:
             self._arrays = allocator_arrays(B, u, fuel_optimal, achievable_rtol, warm_start)

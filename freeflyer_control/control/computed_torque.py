@@ -66,7 +66,7 @@ class ComputedTorque:
                  base_gains: BaseGains = BaseGains()):
         self.model = model
         self.data = model.create_data()
-        fastpath.kernels()  # load (first use: compile) the compiled H*/C* now, not on a tick
+        fastpath.warm("reduced")  # compile (first use) or load it now, not on a tick
         self.kp, self.kd = gains.arrays(len(model.arm_joint_names))
         self.base_gains = base_gains
         self.last_dynamics: ReducedDynamics | None = None

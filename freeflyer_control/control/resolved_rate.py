@@ -139,7 +139,7 @@ class ResolvedRate:
     def __init__(self, model: FreeFlyerModel, gains: ResolvedRateGains = ResolvedRateGains()):
         self.model = model
         self.data = model.create_data()
-        fastpath.kernels()  # load (first use: compile) the compiled GJM now, not on a tick
+        fastpath.warm("gjm")  # compile (first use) or load it now, not on a tick
         self.gains = gains
         self.rate_limit = np.broadcast_to(
             np.asarray(gains.max_joint_rate, dtype=float), (len(model.arm_joint_names),)

@@ -373,14 +373,14 @@ class ClosedChainPlant(Plant):
     def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
         self._powers = [] if self._loops else None
         try:
-            q, v, momentum, work, M = super()._integrate(q0, v0, tau)
+            q, v, momentum, work = super()._integrate(q0, v0, tau)
             p = self._powers
         finally:
             self._powers = None
         if p is not None and len(p) == 4:  # (a subclass with an acceleration of its own records none)
             self.last_constraint_work = self.dt / 6.0 * (p[0] + 2.0 * p[1] + 2.0 * p[2] + p[3])
             work += self.last_constraint_work
-        return q, v, momentum, work, M
+        return q, v, momentum, work
 
     def step(self, actuation=None, *, tau=None) -> State:
         state = super().step(actuation, tau=tau)

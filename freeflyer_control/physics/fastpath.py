@@ -99,32 +99,74 @@ def _load():
 
 
 def _import_compiled():
-    """Import and warm up the kernels (numba compiles them on first use and caches them on
-    disk, so only the first run on a machine waits), or None without numba."""
+    """The compiled kernels' module (imported, not compiled: each kernel compiles on its first
+    call, or in :func:`warm`), or None without numba."""
     from freeflyer_control.physics import kernels
 
     if not kernels.available():
         return None
-    t0 = time.perf_counter()
     from freeflyer_control.physics.kernels import reduced as compiled
 
-    _warm_up(compiled)
-    elapsed = time.perf_counter() - t0
-    if elapsed > 1.0:
-        log.info("compiled the GJM and H*/C* kernels (numba) in %.1f s; cached for later runs",
-                 elapsed)
     return compiled
 
 
-def _warm_up(compiled) -> None:
-    """One call per kernel with the argument types of the hot paths (C-contiguous float64
-    matrices and vectors, int64 index arrays), so that compiling happens here."""
+_deferred = [0]  # depth of deferred() blocks
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, :func:`warm` compiles nothing: objects built here compile their kernels
+    at first use, if they ever get one. For the compiled lockstep engine, which builds the
+    Python control loop for its mode switcher and references while its own loop runs other
+    kernels: a first run on a machine then compiles only what it flies."""
+    _deferred[0] += 1
+    try:
+        yield
+    finally:
+        _deferred[0] -= 1
+
+
+def warming() -> bool:
+    """Whether objects built now should compile their kernels now (False inside :func:`deferred`)."""
+    return _deferred[0] == 0
+
+
+def warm(part: str) -> None:
+    """Compile (or load from numba's cache) the compiled ``part`` now, not on a control tick:
+    ``"gjm"`` (the GJM post-processing) or ``"reduced"`` (H*, C*). Nothing without numba, on the
+    NumPy path, or inside :func:`deferred`."""
+    if part not in _WARM_UPS:
+        raise ValueError(f"kernel part '{part}' unknown; parts: {sorted(_WARM_UPS)}")
+    compiled = kernels()
+    if compiled is None or not warming() or part in _warmed:
+        return
+    t0 = time.perf_counter()
+    _WARM_UPS[part](compiled)
+    _warmed.add(part)
+    elapsed = time.perf_counter() - t0
+    if elapsed > 1.0:
+        log.info("compiled the %s kernels (numba) in %.1f s; cached for later runs", part, elapsed)
+
+
+def _warm_gjm(compiled) -> None:
+    """One call with the argument types of the hot path (C-contiguous float64 matrices and
+    vectors, int64 index arrays), so that compiling happens here."""
     M, J = np.eye(7), np.zeros((6, 7))
     v, q = np.zeros(7), np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
     base, none = range(6), ()
     layout = compiled.gjm_layout(False, base, base, none, (6,), none)
     layout.setflags(write=False)  # as the per-model layouts are
     compiled.gjm_post(M, J, v, q, layout, v[:0])
-    layout = compiled.reduced_layout(False, 6, (*base, 6), none)
+
+
+def _warm_reduced(compiled) -> None:
+    """As :func:`_warm_gjm`, for H*, C*."""
+    M = np.eye(7)
+    v, q = np.zeros(7), np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    layout = compiled.reduced_layout(False, 6, (*range(6), 6), ())
     layout.setflags(write=False)
     compiled.reduced_post(M, v, v, q, layout)
+
+
+_WARM_UPS = {"gjm": _warm_gjm, "reduced": _warm_reduced}
+_warmed: set[str] = set()

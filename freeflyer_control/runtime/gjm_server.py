@@ -69,7 +69,7 @@ class GjmServer:
             raise ValueError(f"sigma_warn must be a finite number >= 0 (m/rad), got {sigma_warn}")
         self.sigma_warn = float(sigma_warn)
         self.data = ff.create_data()
-        fastpath.kernels()  # load (first use: compile) the compiled GJM now, not on a message
+        fastpath.warm("gjm")  # compile (first use) or load it now, not on a message
         self.mode = Mode.FLOATING
         self._near: set[str] = set()
         self.bounds = PlausibilityBounds.from_model(ff)

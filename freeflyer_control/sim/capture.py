@@ -42,6 +42,7 @@ from freeflyer_control.physics.capture import capture_impact, close_loop
 from freeflyer_control.physics.closed_chain import ClosedChainPlant, object_net_wrench
 from freeflyer_control.physics.free_body import BodyState, free_body
 from freeflyer_control.physics.grasp import grasp_matrix
+from freeflyer_control.physics.kernels.plant import make_plant
 from freeflyer_control.physics.linalg import cross3
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import Plant
@@ -286,8 +287,10 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
     every = max(1, int(round(config.rate / config.log_rate)))
     mission = CaptureMission(ff, obj, config.options())
     sensor = _Sensor(config.sensor_noise, config.seed, planar)
-    plant: Plant = Plant(ff, robot_state, dt)
-    object_plant: Plant | None = Plant(free, object_state, dt)
+    # The open-chain plants (the target free, then held by one hand): the compiled step where
+    # numba is installed (physics.kernels.plant.make_plant); the closed chain's is Python.
+    plant, plant_step = make_plant(ff, robot_state, dt)
+    object_plant: Plant | None = make_plant(free, object_state, dt)[0]
     model = ff
     data = ff.create_data()
     R0 = base_rotation(ff, robot_state.q)
@@ -357,6 +360,7 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
         progress(horizon if diverged is None else t_reached, horizon)
     done = result(t_reached)
     done.summary["plant_diverged"] = diverged
+    done.summary.update(engine="python", engine_reason="not compiled: the capture laws", plant_step=plant_step)
     return done
 
 
@@ -377,7 +381,7 @@ def _close_first(ff, obj, truth, ee, plant, object_plant, free, mission, run, t,
     run.hdata = impact.held.create_data()
     _, w = base_twist_world(impact.held, impact.state)
     run.w_after_impact = float(np.linalg.norm(w))
-    held = Plant(impact.held, impact.state, dt, t)
+    held = make_plant(impact.held, impact.state, dt, t0=t)[0]
     # The controller holds what it believes: the nominal target, grasped where the hand closed.
     mission.grasped(impact.state, with_grasp_placement(obj, ee, impact.obj.grasps[0].placement), t)
     return held, None, impact.held

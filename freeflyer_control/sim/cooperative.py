@@ -272,7 +272,14 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
         progress(t_reached, duration)
     done = result(t_reached)
     done.summary["plant_diverged"] = diverged
+    done.summary.update(engine="python", engine_reason=ENGINE_REASON)
     return done
+
+
+# Why a held-object run is on the Python engine, in its first line (the figures:
+# bench/bench_plant_share.py, docs/benchmarks.md "The plant step from Python").
+ENGINE_REASON = ("not compiled: the cooperative law (over two thirds of the run) and the closed-chain "
+                 "plant step (under a third: compiled, the run would be at most 1.5x faster)")
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
 from freeflyer_control.physics.actuators import generalized_forces
 from freeflyer_control.physics.contact import ContactSample, WallContact, base_reaction
+from freeflyer_control.physics.kernels.plant import make_plant
 from freeflyer_control.physics.plant import Plant, PlantDiverged
 from freeflyer_control.sim.config import SimConfig, initial_state, parse_mode_schedule  # noqa: F401 (parse_mode_schedule: the API)
 from freeflyer_control.sim.progress import report_progress
@@ -40,8 +41,9 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     and the exception goes on.
     """
     config.validate()
+    why_python = "asked for (--engine python)"
     if fast is not False:
-        result = _try_fast(config, progress, required=bool(fast), stream=stream)
+        result, why_python = _try_fast(config, progress, required=bool(fast), stream=stream)
         if result is not None:
             return result
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
@@ -60,7 +62,10 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     duration = float(config.duration or maneuver.duration)
     dt = 1.0 / config.rate
     substeps = int(config.plant_substeps)
-    plant = Plant(perturbation.plant_model(ff), state, dt / substeps)
+    # The plant step compiled where numba is installed (also with a wall: physics.kernels.plant),
+    # unless the Python engine was asked for; the first line says which.
+    plant, plant_step = make_plant(perturbation.plant_model(ff), state, dt / substeps,
+                                   compiled=False if fast is False else None)
     has_wall = getattr(maneuver, "wall_point", None) is not None
     if has_wall:
         plant.contact = WallContact(ff, maneuver.frame, maneuver.wall_point, maneuver.wall_normal,
@@ -110,8 +115,11 @@ def run_simulation(config: SimConfig, progress: Callable[[float, float], None] |
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "python"
+    result.summary["engine_reason"] = why_python
+    result.summary["plant_step"] = plant_step
     result.summary["plant_diverged"] = diverged
     return result
+
 
 
 def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t: float) -> dict:
@@ -128,24 +136,25 @@ def contact_samples(plant: Plant, actuation, contact: ContactSample, maneuver, t
             "wall": np.array([plant.contact.offset, plant.contact.speed])}
 
 
-def _try_fast(config: SimConfig, progress, required: bool, stream=None) -> SimResult | None:
+def _try_fast(config: SimConfig, progress, required: bool, stream=None) -> tuple[SimResult | None, str | None]:
+    """(the compiled run's result, None), or (None, why the run takes the Python engine)."""
     from freeflyer_control.sim import fast as fast_path
 
     if not fast_path.available():
         if required:
             raise ValueError("the compiled simulation needs numba: pip install 'freeflyer_control[fast]'")
-        return None
+        return None, "numba not installed (pip extra 'fast')"
     from freeflyer_control.physics.kernels.arrays import NotCovered
     from freeflyer_control.sim.fast.runner import not_covered, run_fast
 
     reason = not_covered(config)
     if reason is None:
         try:
-            return run_fast(config, progress, stream=stream)
+            return run_fast(config, progress, stream=stream), None
         except NotCovered as exc:  # a joint type the kernels do not implement
             reason = str(exc)
     if required:
         raise ValueError(f"the compiled simulation does not cover this run: {reason}")
-    return None
+    return None, f"not compiled: {reason}"
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from freeflyer_control.control.mode_switch import blend_weight
 from freeflyer_control.physics.actuators import limit_wrench_into
@@ -146,7 +147,7 @@ def hybrid_solve(F0, Hc, n, acc, unknown, rows, force, out, A, rhs, piv):
 
 @njit(**_JIT)
 def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel, layout, wheel_limit,
-                p_d, R_d, gains, arm_out, wheel_out, wrench_out, cws):
+                p_d, R_d, gains, arm_out, wheel_out, wrench_out, cws, hybrid):
     """``ComputedTorque.effort`` in ``mode`` with commanded base coordinates c0:c1: arm
     torques (arm order, N m), wheel torques (config order, N m) and the base wrench (world
     axes, about the base_link origin) into arm_out, wheel_out, wrench_out.
@@ -154,32 +155,49 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
     M, b: mass matrix (upper triangle read) and nonlinear effects at (q, v). u_arm: the arm's
     desired accelerations (arm order, rad/s^2). layout: ``physics.kernels.reduced.reduced_layout`` of
     the mode's H*, C* (``physics.reduced.reduced_plan``: wheels idle outside rotation-floating).
+    ``hybrid`` None: the caller never flies rotation-floating, and numba compiles this without
+    the wheel solve.
     """
-    Rb, acc, force, forces, ubase = cws[0], cws[1], cws[2], cws[3], cws[4]
-    A, rhs, piv, unknown, rows, bscratch = cws[5], cws[6], cws[7], cws[8], cws[9], cws[10]
-    Hbuf, Cbuf, rws = cws[11], cws[12], cws[13]
+    Rb, acc, forces, ubase = cws[0], cws[1], cws[3], cws[4]
+    unknown, bscratch, Hbuf, rws = cws[8], cws[10], cws[11], cws[13]
     nc = c1 - c0
     na, nw = arm_rel.shape[0], wheel_rel.shape[0]
-    n = layout[2]
     if nc:
         base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, Rb, bscratch)
     for k in range(nb):
         wrench_out[k] = 0.0
-    if mode != ROTATION_FLOATING:  # H* acc + C*, without H* (the wheels are idle: eliminated)
-        for k in range(nc):
-            acc[k] = ubase[k]
-        for k in range(na):
-            acc[nc + k] = u_arm[k]
-        if reduced_effort_into(M, b, v, q, layout, acc, forces, rws, unknown[:0], Hbuf):
-            raise np.linalg.LinAlgError("free-base inertia not positive definite")
-        for k in range(nc):
-            wrench_out[c0 + k] = forces[k]
-        for k in range(na):
-            arm_out[k] = forces[nc + k]
-        for w in range(nw):
-            wheel_out[w] = 0.0
-        return
-    # the hybrid solve from H* acc0 + C* and H*'s columns of the unknowns (reduced_effort_into)
+    if hybrid is not None:
+        if mode == ROTATION_FLOATING:
+            rotation_floating_effort(nc, M, b, q, v, u_arm, arm_rel, wheel_rel, layout, wheel_limit, ubase,
+                                     arm_out, wheel_out, cws)
+            return
+    # H* acc + C*, without H* (the wheels are idle: eliminated)
+    for k in range(nc):
+        acc[k] = ubase[k]
+    for k in range(na):
+        acc[nc + k] = u_arm[k]
+    if reduced_effort_into(M, b, v, q, layout, acc, forces, rws, unknown[:0], Hbuf):
+        raise np.linalg.LinAlgError("free-base inertia not positive definite")
+    for k in range(nc):
+        wrench_out[c0 + k] = forces[k]
+    for k in range(na):
+        arm_out[k] = forces[nc + k]
+    for w in range(nw):
+        wheel_out[w] = 0.0
+
+
+@njit(**_JIT)
+def rotation_floating_effort(nc, M, b, q, v, u_arm, arm_rel, wheel_rel, layout, wheel_limit, ubase,
+                             arm_out, wheel_out, cws):
+    """:func:`mode_effort` in rotation-floating (the reaction wheels actuated): the hybrid solve
+    for the wheel accelerations from H* acc0 + C* and H*'s columns of the unknowns
+    (reduced_effort_into), with the wheel-torque clip of ``rotation_floating_forces``. ubase:
+    the commanded base coordinates' desired accelerations (world axes)."""
+    acc, force, forces = cws[1], cws[2], cws[3]
+    A, rhs, piv, unknown, rows = cws[5], cws[6], cws[7], cws[8], cws[9]
+    Hbuf, Cbuf, rws = cws[11], cws[12], cws[13]
+    na, nw = arm_rel.shape[0], wheel_rel.shape[0]
+    n = layout[2]
     F0 = Cbuf
     for j in range(n):
         acc[j] = 0.0
@@ -220,7 +238,7 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         wheel_out[w] = forces[nc + wheel_rel[w]]
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def control_workspace(nv, nb):
     """Scratch arrays of :func:`mode_effort` (one allocation per compiled call)."""
     i64 = np.int64

@@ -400,7 +400,7 @@ def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos,
     return m
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def task_workspace(n_bodies, nv, nb):
     """Scratch of :func:`task_rows` (the GJM's too: a tick allocates nothing)."""
     return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((n_bodies, 3, 3)),
@@ -409,7 +409,7 @@ def task_workspace(n_bodies, nv, nb):
             gjm_workspace(6, nb), np.zeros(0))
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def rate_workspace(nq, nv, nb, na, m_max):
     """Scratch of :func:`ee_joint_reference`: q_ref, M_ref, the stacked task rows J and rhs,
     qdot, the Gram matrix and its factor, y, the world-to-base map, the singular values and

@@ -49,13 +49,14 @@ KERNEL_SOURCES = (
     "control/kernels/references.py",
     "sim/fast/loop.py",
     "sim/fast/record.py",
+    "sim/perturbation.py",
     "control/allocation_kernel.py",
     "control/maneuvers.py",
     "control/mode_switch.py",
     "control/resolved_rate.py",
     "physics/state.py",
     "physics/actuators.py",
-    "physics/plant.py",
+    "physics/energy_balance.py",
     "physics/base_invariant/tree.py",
 )
 

@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from freeflyer_control.physics.state import base_rotation_into, minus_omega_cross_into, world_to_local_base_map_into
 
@@ -183,7 +184,7 @@ def gjm_post(M, J, v, q, layout, h):
     return matrix, drift, info
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def gjm_workspace(nr, nb):
     """Scratch of :func:`gjm_post_into` for nr rows and nb base coordinates: W, U, T, Jc, Rb."""
     return np.empty((nb, nr + 1)), np.zeros((nb, nb)), np.empty((nb, nb)), np.empty((nr, nb)), np.empty((3, 3))
@@ -432,7 +433,7 @@ def _schur_column(M, layout, U, Y, p, out):
         out[i] = s
 
 
-@njit(**_JIT)
+@register_jitable  # allocations, once per run: plain Python there, compiled where a kernel calls it
 def reduced_workspace(nv, nb):
     """Scratch of :func:`reduced_post_into` and :func:`reduced_effort_into` for nv velocities
     and nb base coordinates: U, Y, -omega x nu, T, Rb, and rows of intermediate results."""

@@ -46,6 +46,7 @@ from freeflyer_control.control.maneuvers import (
 from freeflyer_control.control.mode_switch import initial_mode
 from freeflyer_control.model import load_robot
 from freeflyer_control.model.perturb import perturbed_mass_properties
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import base_wrench_limits, thruster_matrix
 from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.kernels import divergence
@@ -61,6 +62,7 @@ from freeflyer_control.sim.fast import loop as tick_loop
 from freeflyer_control.sim.fast import record
 from freeflyer_control.sim.config import SimConfig, initial_state
 from freeflyer_control.sim.limits import run_size_problem
+from freeflyer_control.sim.perturbation import Perturbation
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.result import Recorder, SimResult, stopped_result, summarize
 from freeflyer_control.sim.stream import keeps_partial
@@ -76,8 +78,12 @@ COMPILE_NOTICE_AFTER_S = 1.5
 
 def not_covered(config) -> str | None:
     """Why ``config`` (a SimConfig) cannot take the compiled path, or None if it can."""
-    if getattr(config, "perturbation", None) is not None:
-        return "a perturbation (dispersed robot, sensors or actuators)"
+    perturbation = getattr(config, "perturbation", None)
+    if perturbation is not None:
+        cls = type(perturbation)
+        if cls.sensing is not Perturbation.sensing or cls.actuation is not Perturbation.actuation:
+            return ("a perturbation with sensing or actuation code of its own (the compiled engine applies "
+                    "Perturbation.sensor_model and actuator_gains)")
     if config.controller not in _CONTROLLERS:
         return f"controller {config.controller} (computed_torque and resolved_rate are compiled)"
     if config.maneuver not in _REF_KINDS:
@@ -174,22 +180,28 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     if reason:
         raise NotCovered(f"the compiled path does not cover {reason}")
     ff = load_robot(config.robot, base=config.base, end_effectors=config.ee)
+    perturbation = config.perturbation or Perturbation()
     model = ff if config.mass_error == 0 else perturbed_mass_properties(ff, config.mass_error, config.seed)
-    kp_model = kernel_model(ff)
-    kc_model = kp_model if model is ff else kernel_model(model)
+    model = perturbation.controller_model(model)
+    plant_ff = perturbation.plant_model(ff)
+    kr_model = kernel_model(ff)  # the records' (the Recorder's robot: as designed)
+    kp_model = kr_model if plant_ff.model is ff.model else kernel_model(plant_ff)
+    kc_model = kr_model if model.model is ff.model else kernel_model(model)
     maneuver = make_maneuver(config.maneuver)
     mode0, schedule = initial_mode(config.mode, config.mode_schedule)
     n_att = 1 if ff.base == "planar" else 3
-    flies_wheels = Mode.ROTATION_FLOATING.value in [mode0] + [m for _, m in schedule]
+    modes = {Mode.parse(m) for m in [mode0] + [m for _, m in schedule]}
+    flies_wheels = Mode.ROTATION_FLOATING in modes
     if flies_wheels and kp_model.wheel_v.size not in (0, n_att):
         raise NotCovered(f"rotation-floating with {kp_model.wheel_v.size} wheels for {n_att} attitude axes "
                          "is not compiled (a least-squares wheel solve)")
 
     state = initial_state(ff, config, maneuver)
 
-    loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
-                       base_actuation=config.base_actuation)
-    loop.start(state)
+    with fastpath.deferred():  # the Python laws' kernels: the compiled loop below runs its own
+        loop = ControlLoop(model, maneuver, controller=config.controller, mode=mode0,
+                           base_actuation=config.base_actuation)
+        loop.start(state)
     duration = float(config.duration or maneuver.duration)
     too_large = run_size_problem(duration, config.rate, int(config.plant_substeps), config.log_rate)
     if too_large:  # the log arrays below are sized by it
@@ -213,18 +225,27 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     base_ref = maneuver.base_reference(0.0)  # the joint maneuvers hold the start pose
     max_force, max_torque = base_wrench_limits(ff)
     ref_rate = float(maneuver.rate) if isinstance(maneuver, Wilde) else 0.1
-    alloc = _allocator(loop, nb)
-    args_static = (
-        kp_model.arrays(), kc_model.arrays(), model is ff, kp_model.planar, nb, kp_model.arm_v,
+    # What no tick of this run can use is passed as None: numba then compiles the loop without
+    # it (a first run compiles only what it flies; docs/benchmarks.md, "First run").
+    commands_base = modes != {Mode.FLOATING}
+    sensor = _Sensing(perturbation.sensor_model(ff), q.size, v.size, dt)
+    alloc = _allocator(loop, nb) if commands_base and loop.mapper.allocator is not None else None
+    # run_ticks' arguments before and after ``sense``, the same in every call
+    head = (
+        kp_model.arrays(), kc_model.arrays(), model.model is plant_ff.model, kp_model.planar, nb, kp_model.arm_v,
         kp_model.arm_q, kp_model.arm_kind, kp_model.wheel_v, _reduced_layouts(ff), kp_model.effort,
         np.asarray(ff.wheel_max_torques, dtype=float).reshape(-1), np.asarray(ff.wheel_max_speeds, dtype=float).reshape(-1),
         float(max_force), float(max_torque), _BASE_ACTUATION[loop.mapper.base_actuation], alloc,
-        np.ascontiguousarray(thruster_matrix(ff), dtype=float).reshape(nb, -1),
-        np.asarray(ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
+        True if flies_wheels else None,
+    )
+    tail = (
+        perturbation.actuator_gains(ff),
+        np.ascontiguousarray(thruster_matrix(plant_ff), dtype=float).reshape(nb, -1),
+        np.asarray(plant_ff.thruster_max_forces, dtype=float).reshape(-1), kp, kd, gains,
         np.ascontiguousarray(base_ref.position, dtype=float), np.ascontiguousarray(
             rotation_from_xyzw(base_ref.orientation_xyzw), dtype=float),
     )
-    task = _task_arrays(model, loop, maneuver, state, mode0)
+    task = _task_arrays(model, loop, maneuver, state, mode0) if maneuver.task_space else None
     ref_args = (_REF_KINDS[config.maneuver], np.ascontiguousarray(maneuver.q0, dtype=float), ref_rate,
                 np.array(WILDE_PHASES, dtype=float), float(WILDE_PERIOD), dt, substeps,
                 config.controller == "resolved_rate", task,
@@ -236,7 +257,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
            "wheel": np.empty((rows, nw)), "wrench": np.empty((rows, nb)), "blend": np.empty(rows),
            "thrust": np.zeros((rows, len(ff.thrusters))),  # stays zero without an allocator (ideal, none)
            "mode": np.empty(rows, dtype=np.int64), "q": np.empty((rows, q.size)), "v": np.empty((rows, nv)),
-           "targets": np.full((rows, 3 * task[4].size), np.nan), "sigma": np.empty(rows)}
+           "targets": np.full((rows, 3 * len(ff.end_effectors) if task else 0), np.nan), "sigma": np.empty(rows)}
     chunk = log_every * max(1, 1000 // log_every)  # ticks per compiled call (progress between)
     v_bounds = velocity_bounds(ff)
     div = np.zeros(7)
@@ -244,12 +265,13 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
 
     with compile_notice():  # compile (or load) before the clock starts: zero ticks, zero rows
         switcher = loop.switcher
-        scratch = tick_loop.tick_scratch(args_static[0], args_static[1], q.size, nv, nb, kp_model.arm_v, kp_model.wheel_v,
-                                  alloc[0].shape[1], task[4].size)
-        tick_loop.run_ticks(*args_static, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args, 0, 0, n_ticks,
+        scratch = tick_loop.tick_scratch(head[0], head[1], q.size, nv, nb, kp_model.arm_v,
+                                         kp_model.wheel_v, 0 if alloc is None else alloc[0].shape[1], task)
+        tick_loop.run_ticks(*head, sensor.chunk(0), *tail, _MODES.index(switcher.mode), -1, 0.0, 1.0, cmd, *ref_args,
+                            0, 0, n_ticks,
                      q, v, mom, M, b, v_bounds, div, log_every, out["q"], out["v"], out["arm"], out["pos"], out["vel"],
                      out["wheel"], out["wrench"], out["thrust"], out["blend"], out["targets"], out["sigma"], scratch)
-        _series(ff, kp_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
+        _series(ff, kr_model, recorder.columns, logged[:0] * dt, out, slice(0, 0))
 
     wall0 = time.perf_counter()
     last_progress = [wall0]
@@ -272,7 +294,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             k_next = min(k + chunk, n_ticks + 1, due[0][0] if due else n_ticks + 1)
             try:
                 done = tick_loop.run_ticks(
-                    *args_static, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
+                    *head, sensor.chunk(k_next - k), *tail, code, previous, float(switcher.switched_at), float(switcher.blend_time), cmd,
                     *ref_args, k, k_next, n_ticks, q, v, mom, M, b, v_bounds, div, log_every, out["q"][row:],
                     out["v"][row:], out["arm"][row:], out["pos"][row:], out["vel"][row:], out["wheel"][row:],
                     out["wrench"][row:], out["thrust"][row:], out["blend"][row:], out["targets"][row:],
@@ -288,7 +310,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
             new = slice(row, row + done)
             out["mode"][new] = code
             row, k = row + done, k_next
-            recorder.extend(_series(ff, kp_model, recorder.columns, logged[new] * dt, out, new))
+            recorder.extend(_series(ff, kr_model, recorder.columns, logged[new] * dt, out, new))
             if diverged is not None:
                 t_reached = int(div[2]) * dt  # the last tick whose steps all went through
                 break
@@ -302,8 +324,33 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "compiled (numba)"
+    result.summary["engine_reason"] = result.summary["plant_step"] = None   # the Python engine's say why
     result.summary["plant_diverged"] = diverged
     return result
+
+
+class _Sensing:
+    """run_ticks' ``sense`` for a run whose controller reads through ``model`` (a
+    ``sim.perturbation.SensorModel``, or None: perfect sensing, and ``sense`` None)."""
+
+    def __init__(self, model, nq: int, nv: int, dt: float):
+        self.model = model
+        if model is None:
+            return
+        std = np.ascontiguousarray(model.std, dtype=float)
+        depth = model.delay_ticks(dt) + 2  # the ticks the Sensor's history can hold, and one
+        self.noisy = bool(std.any())
+        self.rng = np.random.default_rng(model.seed)  # the Sensor's generator, drawn in tick order
+        self.state = (std, float(model.latency), np.empty((depth, nq)), np.empty((depth, nv)),
+                      np.zeros(1, dtype=np.int64), np.empty(nq), np.empty(nv), np.empty(nv), self.noisy)
+        self.none = np.empty((0, nv))
+
+    def chunk(self, ticks: int):
+        """``sense`` for a call of run_ticks over ``ticks`` ticks (their noise drawn now)."""
+        if self.model is None:
+            return None
+        noise = self.rng.normal(0.0, 1.0, (ticks, self.none.shape[1])) if self.noisy and ticks else self.none
+        return (noise, *self.state)
 
 
 def _step_reason(ff, q, v, v_bounds, div) -> str:
@@ -322,22 +369,15 @@ def _divergence(div, dt: float, substeps: int, reason: str) -> str:
 
 
 def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
-    """The ``task`` tuple of ``control.kernels.resolved_rate.ee_joint_reference`` for the run's maneuver (empty
-    arrays for a joint maneuver): its targets' parameters, the end-effector frames of the
+    """The ``task`` tuple of ``control.kernels.resolved_rate.ee_joint_reference`` for the run's
+    end-effector maneuver: its targets' parameters, the end-effector frames of the
     controller's ``model``, the target attitudes, the commanded GJM rows, the resolved-rate gains
     and the integrated joint reference (the loop's, at the start).
 
     The commanded rows come from the Python law itself: one ``ResolvedRate.joint_rates`` at the
     start state, which also says, once, what a tall task gives up, as the Python engine's first
     tick does."""
-    na = len(model.arm_joint_names)
-    n_rows = 3 if model.base == "planar" else 6
     q_int = np.array(loop.q_integrated, dtype=float)
-    if not maneuver.task_space:
-        empty = np.zeros((0, 3))
-        return (0, np.zeros(2), empty, empty, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), empty,
-                np.zeros((0, 3, 3)), np.zeros((0, n_rows), dtype=np.int64), np.zeros(2), np.zeros(2), np.ones(na),
-                q_int)
     rr = loop.rr
     commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
     frames = [model.model.frames[model.frame_id(e)] for e in model.end_effectors]
