@@ -301,6 +301,16 @@ def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], ro
     return _kkt_forward_dynamics(model, data, tau, J, np.array(gammas), 0.0).copy(), J
 
 
+def _angle_between(a: list, b: list) -> float:
+    """The angle (rad) of the rotation R_a R_b^T between two rotation matrices given as nested
+    lists: atan2(|vee(R - R^T)| / 2, (tr R - 1) / 2), accurate at small and large angles alike.
+    Python floats: it runs after every closed-chain plant step (pin.log3 and NumPy cost more)."""
+    def row(i, j):  # (R_a R_b^T)[i][j]
+        return a[i][0] * b[j][0] + a[i][1] * b[j][1] + a[i][2] * b[j][2]
+    s0, s1, s2 = row(2, 1) - row(1, 2), row(0, 2) - row(2, 0), row(1, 0) - row(0, 1)
+    return math.atan2(0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2), 0.5 * (row(0, 0) + row(1, 1) + row(2, 2) - 1.0))
+
+
 # Module-level names for the calls of every RK stage (an attribute lookup on pin is ~40 ns each).
 _joint_jacobians_and_rates, _crba, _nonlinear_effects = (
     pin.computeJointJacobiansTimeVariation, pin.crba, pin.nonLinearEffects)
@@ -399,12 +409,8 @@ class ClosedChainPlant(Plant):
         for c in self._loops:
             He, Hg = _frame_placement(model, data, c.ee_frame), _frame_placement(model, data, c.grasp_frame)
             position = max(position, math.dist(He.translation.tolist(), Hg.translation.tolist()))
-            rotation = max(rotation, float(np.linalg.norm(pin.log3(He.rotation @ Hg.rotation.T))))
+            rotation = max(rotation, _angle_between(He.rotation.tolist(), Hg.rotation.tolist()))
         return position, rotation
-
-    def constraint_error(self) -> float:
-        """Largest loop-closure position error at the current state, m."""
-        return self.constraint_errors()[0]
 
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""
