@@ -412,6 +412,10 @@ class ClosedChainPlant(Plant):
             rotation = max(rotation, _angle_between(He.rotation.tolist(), Hg.rotation.tolist()))
         return position, rotation
 
+    def constraint_error(self) -> float:
+        """Largest loop-closure position error at the current state, m."""
+        return self.constraint_errors()[0]
+
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""
         pin.framesForwardKinematics(self.ff.model, self.data, self.state.q)
