@@ -109,6 +109,15 @@ def test_a_capture_campaign_flies_capture_runs_and_judges_them_by_capture_metric
     assert -0.5 <= row["target_spin_scale"] <= 0.5
 
 
+
+def test_a_capture_campaigns_worst_run_is_flown_again_with_the_capture_outputs(tmp_path):
+    spec = parse_spec({**CAPTURE, "worst": 1})
+    rows = {0: fly(spec, 0), 1: fly(spec, 1)}
+    (folder,) = report.write_worst(spec, rows, tmp_path, plots=False)
+    assert {p.name for p in folder.iterdir()} >= {"timeseries.csv", "summary.json"}
+    assert json.loads((folder / "summary.json").read_text())["maneuver"] == "capture"
+
+
 def test_a_capture_campaign_refuses_the_robot_dispersions_and_joint_keys():
     with pytest.raises(ValueError, match="dispersions.mass_error does not apply to a capture campaign"):
         parse_spec({**CAPTURE, "dispersions": {"mass_error": 0.1}})
