@@ -107,9 +107,9 @@ def object_arguments():
     return [
         DeclareLaunchArgument(
             'object', default_value='',
-            description='object the robot holds: bundled name (planar_box, spatial_box) or object '
-                        '.yaml (empty: none); the controller then flies the cooperative law '
-                        '(/object_target)'),
+            description='object the robot holds: bundled name (planar_box, spatial_box, planar_target, '
+                        'target_satellite) or object .yaml (empty: none); the controller then flies the '
+                        'cooperative law (/object_target)'),
         DeclareLaunchArgument(
             'object_free', default_value='false', choices=['true', 'false'],
             description='the object floats free and tumbles near the robot until '
@@ -117,7 +117,16 @@ def object_arguments():
                         'the controller then runs its usual law'),
         DeclareLaunchArgument(
             'internal_force', default_value='',
-            description='squeeze setpoint on the held object, N (empty: the node default, 5)'),
+            description='squeeze setpoint on the held object: the force each hand presses it with, N '
+                        '(empty: the node default, 3.5)'),
+        DeclareLaunchArgument(
+            'capture_approach', default_value='naive', choices=['naive', 'reactionless'],
+            description='with object_free: the capturing hand through the GJM (naive) or inside the reaction '
+                        'null space (reactionless)'),
+        DeclareLaunchArgument(
+            'capture_bias_momentum', default_value='false', choices=['true', 'false'],
+            description='with object_free, mode rotation-floating: load the wheels with bias momentum during '
+                        'the approach'),
     ]
 
 
@@ -271,6 +280,8 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             controller_params['object'] = obj
         elif obj:  # the controller approaches the free object and asks the plant to capture it
             controller_params['capture_object'] = obj
+            controller_params['capture_approach'] = _arg(context, 'capture_approach') or 'naive'
+            controller_params['capture_bias_momentum'] = _arg(context, 'capture_bias_momentum') == 'true'
         internal_force = _arg(context, 'internal_force')
         if internal_force:
             try:

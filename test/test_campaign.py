@@ -58,8 +58,82 @@ def spec_of(**changes):
     return parse_spec({**BASE, **changes})
 
 
+# Capture campaigns (campaign.capture_runs): the target's dispersions.
+CAPTURE = {"robot": "spatial_dual_arm", "object": "target_satellite", "maneuver": "capture", "mode": "flying",
+           "duration": 0.1, "runs": 2, "seed": 7}
+CAPTURE_VALUES = {
+    "target_spin_scale": 0.4, "target_spin_axis": 0.1, "target_mass_error": 0.1, "target_inertia_error": 0.1,
+    "target_position_noise": 0.001, "target_attitude_noise": 0.005, "target_velocity_noise": 0.001,
+    "target_rate_noise": 0.005,
+}
+
+
 def test_every_kind_of_the_registry_is_exercised_here():
-    assert set(SIM_VALUES) | set(TESTBED_VALUES) == set(KINDS)
+    assert set(SIM_VALUES) | set(TESTBED_VALUES) | set(CAPTURE_VALUES) == set(KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(CAPTURE_VALUES))
+def test_each_capture_dispersion_changes_the_target_or_what_the_controller_sees_of_it(kind):
+    """A drawn value reaches the capture run: the true target's spin, axis, mass or inertia, or
+    the noise of its measurement (what the controller believes stays the config)."""
+    from freeflyer_control.campaign.capture_runs import capture_config, dispersed
+    from freeflyer_control.sim.capture import body_state, initial_states, true_target
+
+    spec = parse_spec({**CAPTURE, "dispersions": {kind: CAPTURE_VALUES[kind]}})
+    values = spec.draw(0)
+    assert set(spec.flat(values)) == set(spec.columns())
+    plain = capture_config(spec.raw)
+    config = dispersed(plain, values, spec.run_seed(0))
+    if kind.endswith("_noise"):
+        assert config.sensor_noise and max(config.sensor_noise.values()) > 0
+        return
+    *_, obj, _, _, free, state = (None, None, *initial_states(config))
+    *_, obj0, _, _, free0, state0 = (None, None, *initial_states(plain))
+    a, b = body_state(free, state), body_state(free0, state0)
+    moved = (not np.allclose(a.angular_velocity, b.angular_velocity)
+             or true_target(obj, config).mass != obj.mass
+             or not np.allclose(true_target(obj, config).inertia, obj.inertia))
+    assert moved
+
+
+def test_a_capture_campaign_flies_capture_runs_and_judges_them_by_capture_metrics():
+    from freeflyer_control.campaign.capture_runs import CAPTURE_METRICS
+
+    spec = parse_spec({**CAPTURE, "dispersions": {"target_spin_scale": {"uniform": [-0.5, 0.5]}},
+                       "criteria": {"capture_time_s": {"max": 30}}})
+    assert spec.metrics == CAPTURE_METRICS
+    row = fly(spec, 0)
+    # 0.1 s is too short to close a grasp: the run is flown, its capture time is NaN, it fails.
+    assert row["status"] == "ok", row["error"]
+    assert math.isnan(row["capture_time_s"]) and row["passed"] is False
+    assert -0.5 <= row["target_spin_scale"] <= 0.5
+
+
+
+def test_a_capture_campaigns_worst_run_is_flown_again_with_the_capture_outputs(tmp_path):
+    spec = parse_spec({**CAPTURE, "worst": 1})
+    rows = {0: fly(spec, 0), 1: fly(spec, 1)}
+    (folder,) = report.write_worst(spec, rows, tmp_path, plots=False)
+    assert {p.name for p in folder.iterdir()} >= {"timeseries.csv", "summary.json"}
+    assert json.loads((folder / "summary.json").read_text())["maneuver"] == "capture"
+
+
+def test_a_capture_campaign_refuses_the_robot_dispersions_and_joint_keys():
+    with pytest.raises(ValueError, match="dispersions.mass_error does not apply to a capture campaign"):
+        parse_spec({**CAPTURE, "dispersions": {"mass_error": 0.1}})
+    with pytest.raises(ValueError, match="unknown key 'controller'; the keys are approach, base_actuation"):
+        parse_spec({**CAPTURE, "controller": "computed_torque"})
+    with pytest.raises(ValueError, match="a planar target spins about z only"):
+        parse_spec({**CAPTURE, "robot": "dual_arm_planar", "object": "planar_target",
+                    "dispersions": {"target_spin_axis": 0.1}})
+
+
+def test_the_bundled_capture_campaign_specs_are_valid():
+    from freeflyer_control.resources import share_dir
+
+    for path in sorted((share_dir() / "config" / "campaigns").glob("capture_*.yaml")):
+        spec = parse_spec(yaml.safe_load(path.read_text()), str(path))
+        assert spec.capture and spec.runs >= 20 and "target_spin_scale" in spec.dispersions
 
 
 @pytest.mark.parametrize("kind", sorted(SIM_VALUES))

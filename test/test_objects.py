@@ -30,8 +30,10 @@ def raw(name):
     return yaml.safe_load((object_config_dir() / f"{name}.yaml").read_text())
 
 
-def test_bundled_objects_are_a_planar_and_a_spatial_box():
-    assert object_names() == ["planar_box", "spatial_box"]
+def test_bundled_objects_are_two_boxes_to_hold_and_two_targets_to_capture():
+    assert object_names() == ["planar_box", "planar_target", "spatial_box", "target_satellite"]
+    assert load_object("planar_target").initial_state is not None
+    assert load_object("target_satellite").initial_state.frame == "servicer"
     assert load_object("planar_box").base == "planar"
     assert load_object("spatial_box").base == "spatial"
 
@@ -116,7 +118,7 @@ def test_planar_object_on_a_spatial_robot_is_refused():
 
 
 def test_unknown_object_name_lists_the_bundled_ones():
-    with pytest.raises(ConfigError, match=r"unknown object 'crate'; bundled objects: \['planar_box', 'spatial_box'\]"):
+    with pytest.raises(ConfigError, match=r"unknown object 'crate'; bundled objects: \['planar_box', 'planar_target', 'spatial_box', 'target_satellite'\]"):
         load_object("crate")
 
 

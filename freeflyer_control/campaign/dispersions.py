@@ -69,6 +69,17 @@ KINDS = {k.name: k for k in (
     Kind("command_latency", "s", None, "nonnegative", "testbed", "emulator: command delivery latency"),
     Kind("fault", "", None, "fault", "testbed",
          "emulator: one injected fault, 'none' or KIND:START:DURATION[:JOINT][:OX,OY,OZ]"),
+    Kind("target_spin_scale", "relative", None, "relative", "capture",
+         "capture: the target's spin rate times (1 + e)"),
+    Kind("target_spin_axis", "rad", "tilt_axis", "angle", "capture",
+         "capture: the target's spin axis turned by a rotation vector e (its body axes; spatial)"),
+    Kind("target_mass_error", "relative", None, "relative", "capture", "capture: the target's mass times (1 + e)"),
+    Kind("target_inertia_error", "relative", "principal_axis", "relative", "capture",
+         "capture: each principal moment of the target's inertia times (1 + e)"),
+    Kind("target_position_noise", "m", None, "nonnegative", "capture", "capture: target position measurement noise std"),
+    Kind("target_attitude_noise", "rad", None, "nonnegative", "capture", "capture: target attitude measurement noise std"),
+    Kind("target_velocity_noise", "m/s", None, "nonnegative", "capture", "capture: target velocity measurement noise std"),
+    Kind("target_rate_noise", "rad/s", None, "nonnegative", "capture", "capture: target spin measurement noise std"),
 )}
 EMULATOR_KINDS = tuple(k for k, v in KINDS.items() if v.where == "testbed" and k != "fault")
 # Latencies are checked against the run's duration too.
@@ -102,6 +113,10 @@ def items(ff, per: str) -> list[str]:
         return ["x", "y"] if planar else ["x", "y", "z"]
     if per == "rate_axis":
         return ["z"] if planar else ["x", "y", "z"]
+    if per == "principal_axis":
+        return ["x", "y", "z"]
+    if per == "tilt_axis":
+        return [] if planar else ["x", "y", "z"]
     raise KeyError(per)
 
 
@@ -113,6 +128,19 @@ POSITION_NOISE = Range(0.0, 1.0, "m", "a motion capture whose noise std is a met
 ATTITUDE_NOISE = Range(0.0, 1.0, "rad", "a motion capture whose attitude noise std is a radian measures nothing")
 LATENCY = Range(0.0, 1.0, "s", "a state read a second late is a broken sensor, not a latency")
 YAW = Range(-math.pi, math.pi, "rad", "a yaw beyond +-pi is the same attitude as one within")
+_RELATIVE = Range(-1.0, 1.0, "relative", "at -1 the quantity vanishes, and beyond +-1 it changes sign",
+                  lo_open=True, hi_open=True)
+# A capture's target (sim.capture): what its measurement noise and its own dispersions may be.
+CAPTURE_RANGES: dict[str, Range] = {
+    "target_spin_scale": _RELATIVE, "target_mass_error": _RELATIVE, "target_inertia_error": _RELATIVE,
+    "target_spin_axis": Range(-math.pi / 2, math.pi / 2, "rad", "an axis turned beyond 90 degrees is another "
+                              "spin, not a dispersion of this one"),
+    "target_position_noise": POSITION_NOISE, "target_attitude_noise": ATTITUDE_NOISE,
+    "target_velocity_noise": Range(0.0, 1.0, "m/s", "a velocity estimate whose noise std is a metre per second "
+                                   "measures nothing at capture speeds"),
+    "target_rate_noise": Range(0.0, 1.0, "rad/s", "a spin estimate whose noise std is a radian per second "
+                               "measures nothing at capture rates"),
+}
 
 
 def robot_extent(ff) -> float:
@@ -137,8 +165,7 @@ def physical_ranges(ff, start: State, limits=None) -> dict[str, Range | dict[str
         DEFAULT_MAX_BASE_SPEED,
     )
 
-    relative = Range(-1.0, 1.0, "relative", "at -1 the quantity vanishes, and beyond +-1 it changes sign",
-                     lo_open=True, hi_open=True)
+    relative = _RELATIVE
     extent = robot_extent(ff)
     out: dict[str, Range | dict[str, Range]] = {
         "mass_error": relative, "inertia_error": relative, "thruster_scale": relative,

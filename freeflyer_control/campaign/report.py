@@ -190,12 +190,18 @@ def write_worst(spec: CampaignSpec, rows: dict[int, dict], out: Path, plots: boo
     for run in worst_runs(spec, rows, spec.worst):
         folder = out / "worst" / f"run_{run:05d}"
         result = simulate(spec, run)
+        folders.append(folder)
+        if spec.capture:  # a capture run's outputs (sim.capture): timeseries, summary, capture.png
+            from freeflyer_control.sim.cooperative import write_object_outputs
+
+            folder.mkdir(parents=True, exist_ok=True)
+            write_object_outputs(result, folder, plots=plots, replay=replay)
+            continue
         write_outputs(result, folder, replay=replay)
         if plots:
             from freeflyer_control.sim.plots import write_plots as sim_plots
 
             sim_plots(result, folder)
-        folders.append(folder)
     return folders
 
 

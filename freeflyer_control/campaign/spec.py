@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from freeflyer_control.inputs.mappings import mapping, refuse_unknown, value_num
 from freeflyer_control.inputs.values import shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
 
-from .dispersions import KINDS, LATENCIES, items, physical_ranges, range_problem
+from .capture_runs import CAPTURE_KEYS, CAPTURE_METRICS, is_capture
+from .dispersions import CAPTURE_RANGES, KINDS, LATENCIES, items, physical_ranges, range_problem
 from .distributions import Distribution, parse_distribution
 
 # The summary figures a run is judged by (numbers; timing and echoed settings left out so that
@@ -71,6 +73,7 @@ class CampaignSpec:
     robot: object = field(default=None, repr=False)
     given: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    capture: bool = False  # maneuver: capture (campaign.capture_runs)
 
     @property
     def via_testbed(self) -> str | None:
@@ -78,6 +81,8 @@ class CampaignSpec:
 
     @property
     def metrics(self) -> tuple[str, ...]:
+        if self.capture:
+            return CAPTURE_METRICS
         return METRICS + (TESTBED_METRICS if self.via_testbed else ())
 
     def digest(self) -> str:
@@ -146,8 +151,9 @@ def parse_spec(raw, source: str = "spec", folder: Path | None = None) -> Campaig
         raise ValueError(f"{source}: a campaign spec is a mapping of keys (robot, runs, seed, dispersions, "
                          "criteria, ...); see docs/campaigns.md")
     given = dict(raw)
+    capture = is_capture(given)
     try:
-        refuse_unknown(given, sorted(RUN_KEYS | CAMPAIGN_KEYS), "campaign spec")
+        refuse_unknown(given, sorted((CAPTURE_KEYS if capture else RUN_KEYS) | CAMPAIGN_KEYS), "campaign spec")
         raw = _absolute_paths(given, folder)
         runs = value_whole(raw.get("runs"), "campaign spec: runs", 1, MAX_RUNS) if "runs" in raw else _missing("runs")
         seed = value_whole(raw.get("seed", 0), "campaign spec: seed", 0, 2**63 - 1)
@@ -156,6 +162,14 @@ def parse_spec(raw, source: str = "spec", folder: Path | None = None) -> Campaig
             else None
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
+    if capture:
+        from .capture_runs import check
+
+        config, ff = check(raw)
+        dispersions = _dispersions(raw.get("dispersions") or {}, raw, ff, config.duration or math.inf, CAPTURE_RANGES)
+        criteria = _criteria(raw.get("criteria") or {}, CAPTURE_METRICS)
+        return CampaignSpec(raw, runs, seed, dispersions, criteria, worst, batch, source, ff, given,
+                            input_files({**raw, "robot": config.robot}), capture=True)
     config = base_config(raw)  # checks the run keys as freeflyer sim does
     ff, testbed = _robot(raw, config)
     _law_flies(config, ff)
@@ -176,16 +190,17 @@ def _missing(key: str):
 
 
 def _absolute_paths(raw: dict, folder: Path | None) -> dict:
-    """``raw`` with its robot and via_testbed file paths made absolute against ``folder``
+    """``raw`` with its robot, via_testbed and object file paths made absolute against ``folder``
     (as ROS launch files and most tools do: a spec names its files relative to itself)."""
     out = dict(raw)
     base = Path(folder) if folder is not None else Path.cwd()
     robot = out.get("robot")
     if isinstance(robot, str) and robot.endswith((".yaml", ".yml", ".urdf", ".xml")) and not Path(robot).is_absolute():
         out["robot"] = str((base / robot).absolute())
-    testbed = out.get("via_testbed")
-    if isinstance(testbed, str) and testbed and not Path(testbed).is_absolute() and (base / testbed).is_file():
-        out["via_testbed"] = str((base / testbed).absolute())
+    for key in ("via_testbed", "object"):
+        path = out.get(key)
+        if isinstance(path, str) and path and not Path(path).is_absolute() and (base / path).is_file():
+            out[key] = str((base / path).absolute())
     return out
 
 
@@ -203,10 +218,12 @@ def _digest(path: str, stamp: tuple | None) -> str:
 
 def input_files(raw: Mapping, testbed=None) -> dict[str, str]:
     """Every file a run of the spec ``raw`` reads -> its sha256: the robot config and its URDF
-    (a bundled robot's too: a new release may change them), and the testbed config."""
+    (a bundled robot's too: a new release may change them), the testbed config and the object
+    (a capture's target)."""
+    from freeflyer_control.model.objects import object_source
     from freeflyer_control.model.robots import DEFAULT_ROBOT, robot_sources
 
-    paths = []
+    paths = [object_source(raw["object"])] if isinstance(raw.get("object"), str) else []
     if testbed is not None:
         paths.append(testbed.source)
         paths += robot_sources(testbed.robot_source)
@@ -421,10 +438,17 @@ def _dispersions(given, raw: Mapping, ff, duration: float, ranges: dict) -> dict
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
     testbed = bool(raw.get("via_testbed"))
+    capture = is_capture(raw)
     out = {}
     for name, value in given.items():
         where = f"dispersions.{name}"
         kind = KINDS[name]
+        if capture != (kind.where == "capture"):
+            theirs = ", ".join(k for k in KINDS if (KINDS[k].where == "capture") == capture)
+            raise ValueError(f"campaign spec: {where} does not apply to {'a capture' if capture else 'this'} campaign; "
+                             f"its kinds are {theirs}")
+        if kind.per == "tilt_axis" and ff.base == "planar":
+            raise ValueError(f"campaign spec: {where}: a planar target spins about z only; drop it")
         if kind.where == "sim" and testbed:
             raise ValueError(f"campaign spec: {where} acts on the pure simulation, not through via_testbed "
                              f"(the testbed flies the robot's own model and sensors); drop via_testbed or use "

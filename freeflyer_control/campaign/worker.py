@@ -49,6 +49,10 @@ def run_config(spec: CampaignSpec, run: int):
 def simulate(spec: CampaignSpec, run: int, *, progress=None, stream=None):
     """Fly run ``run``; returns the SimResult (the same one ``freeflyer sim --campaign`` writes,
     passing its progress bar and streamed timeseries)."""
+    if spec.capture:
+        from .capture_runs import simulate as simulate_capture
+
+        return simulate_capture(spec, run, progress=progress, stream=stream)
     config, settings, faults, _ = run_config(spec, run)
     if spec.via_testbed:
         from freeflyer_control.hil.sim import run_via_testbed

@@ -307,7 +307,7 @@ def _maneuver_duration(ff, args: argparse.Namespace) -> float:
 def run(args: argparse.Namespace) -> int:
     from freeflyer_control.model import load_robot
 
-    if args.object is not None:
+    if args.object is not None or (args.campaign is not None and args.campaign_spec.capture):
         return run_object(args)
     q0 = None
     if args.q0:

@@ -18,15 +18,24 @@ INTERNAL_FORCE = Number(-1e3, 1e3, unit="N")
 ALL_OBJECT_MANEUVERS = ("object-transport", "object-rotate", "capture")
 # Cooperative control flies every mode the robot's actuators allow (checked in sim.cooperative.prepare).
 OBJECT_MODES = ("floating", "rotation-floating", "rotation-flying", "translation-flying", "flying")
-CAPTURE_MODES = ("floating", "flying")
+CAPTURE_MODES = ("floating", "rotation-floating", "flying")
 
 
 def add_object_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--object", metavar="NAME|PATH",
                    help="an object held by the end-effectors (bundled name or object .yaml): flies "
                         "--maneuver object-transport or object-rotate with the cooperative controller")
-    p.add_argument("--internal-force", type=INTERNAL_FORCE, default=5.0,
-                   help="with --object: squeeze setpoint, N (default 5)")
+    p.add_argument("--approach", choices=("naive", "reactionless"), default="naive",
+                   help="with --maneuver capture: the hand through the mode's GJM (naive), or inside the "
+                        "reaction null space with the base undisturbed (reactionless; default naive)")
+    p.add_argument("--bias-momentum", action="store_true",
+                   help="with --maneuver capture, --mode rotation-floating: pre-load the wheels with the momentum "
+                        "that cancels the target's (thrusters hold the base meanwhile)")
+    p.add_argument("--one-arm", action="store_true",
+                   help="with --maneuver capture: the first hand only (no second grasp, no closed chain)")
+    p.add_argument("--internal-force", type=INTERNAL_FORCE, default=3.5,
+                   help="with --object: squeeze setpoint, the force each hand presses the object with, N "
+                        "(default 3.5); no internal moment")
 
 
 def object_options_problem(args: argparse.Namespace) -> str | None:
@@ -38,7 +47,12 @@ def object_options_problem(args: argparse.Namespace) -> str | None:
     if args.maneuver not in ALL_OBJECT_MANEUVERS:
         return f"--object flies the object maneuvers {list(ALL_OBJECT_MANEUVERS)}; got --maneuver {args.maneuver}"
     if args.maneuver == "capture" and args.mode not in CAPTURE_MODES:
-        return f"--maneuver capture flies --mode {' or '.join(CAPTURE_MODES)}; got --mode {args.mode}"
+        return f"--maneuver capture flies --mode {', '.join(CAPTURE_MODES)}; got --mode {args.mode}"
+    if args.maneuver != "capture" and (args.approach != "naive" or args.bias_momentum or args.one_arm):
+        return "--approach, --bias-momentum and --one-arm are for --maneuver capture"
+    if args.bias_momentum and args.mode != "rotation-floating":
+        return ("--bias-momentum is held in the reaction wheels through the capture: fly it with --mode "
+                f"rotation-floating; got --mode {args.mode}")
     if args.mode not in OBJECT_MODES:
         return f"--object: cooperative control flies --mode {' or '.join(OBJECT_MODES)}; got --mode {args.mode}"
     if args.via_testbed or args.mode_schedule or args.mass_error or args.q0:
@@ -63,9 +77,14 @@ def validate_object_run(args: argparse.Namespace) -> None:
     if args.object is None:
         return
     if args.maneuver == "capture":
+        from freeflyer_control.control.capture_mission import options_problem
         from freeflyer_control.sim.capture import initial_states
 
-        initial_states(_capture_config(args))
+        config = _capture_config(args)
+        ff, *_ = initial_states(config)
+        problem = options_problem(ff, config.options())
+        if problem:
+            raise UsageError(problem)
         return
     from freeflyer_control.sim.cooperative import prepare
 
@@ -76,14 +95,16 @@ def _capture_config(args: argparse.Namespace):
     from freeflyer_control.sim.capture import CaptureConfig
 
     return CaptureConfig(robot=args.robot, obj=args.object, mode=args.mode, rate=args.rate,
-                         duration=args.duration, log_rate=args.log_rate)
+                         duration=args.duration, log_rate=args.log_rate, approach=args.approach,
+                         bias=args.bias_momentum, both_arms=not args.one_arm, base_actuation=args.base_actuation)
 
 
 def run_object(args: argparse.Namespace) -> int:
+    """An object run: held (cooperative), a capture, or one run of a capture campaign."""
     from freeflyer_control.cli.outdir import prepare_output_folder
 
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
-    if args.maneuver == "capture":
+    if args.maneuver == "capture" or getattr(args, "campaign", None) is not None:
         return _run_capture(args, out)
     from freeflyer_control.sim.cooperative import run_object_simulation
 
@@ -133,19 +154,36 @@ def _run_capture(args: argparse.Namespace, out) -> int:
 
     from freeflyer_control.sim.capture import run_capture
 
-    config = _capture_config(args)
-    s, code, written = _simulate_and_write(args, out, lambda stream, progress: run_capture(
-        config, progress, stream=stream))
+    if getattr(args, "campaign", None) is not None:  # one run of a capture campaign
+        from freeflyer_control.campaign.capture_runs import simulate
+
+        def fly(stream, progress):
+            return simulate(args.campaign_spec, args.campaign_run, progress=progress, stream=stream)
+    else:
+        config = _capture_config(args)
+
+        def fly(stream, progress):
+            return run_capture(config, progress, stream=stream)
+    s, code, written = _simulate_and_write(args, out, fly)
     if s is None:
         return code
     if not args.json:
         print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz "
               f"({engine_words(s)})")
-        for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
+        for key, label, unit in (("start_grasp_distance_m", "hand to grasp at the start", "m"),
+                                 ("capture_time_s", "grasp closed at", "s"),
+                                 ("second_grasp_time_s", "second grasp closed at", "s"),
+                                 ("time_to_rest_s", "time to rest", "s"),
+                                 ("approach_base_attitude_change_rad", "base attitude change, approach", "rad"),
+                                 ("base_angular_velocity_after_impact_rad_s", "base rate after the impact", "rad/s"),
+                                 ("fuel_N_s", "fuel (thruster impulse)", "N s"),
+                                 ("peak_wheel_momentum_Nms", "wheel momentum (peak)", "N m s"),
+                                 ("peak_arm_torque_Nm", "peak joint torque", "N m"),
                                  ("peak_grasp_force_N", "peak grasp force", "N"),
                                  ("peak_grasp_torque_Nm", "peak grasp torque", "N m"),
-                                 ("momentum_jump_at_capture", "momentum jump at the impact", ""),
-                                 ("base_attitude_change_rad", "base attitude change (max)", "rad")):
+                                 ("max_grasp_constraint_error_m", "loop error (max)", "m"),
+                                 ("max_grasp_constraint_rotation_error_rad", "loop rotation error (max)", "rad"),
+                                 ("momentum_jump_at_capture", "momentum jump at the impact", "")):
             value = s[key]
             print(f"  {label:<30} " + ("not reached" if value is None else f"{value:.4g} {unit}"))
         print(f"wrote {len(written)} files to {Path(out).resolve()}/")

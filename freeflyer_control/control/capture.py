@@ -1,14 +1,21 @@
-"""Capture of a tumbling object: approach its grasp frame, close the grasp within tolerances, then
-bring the combined system to rest.
+"""Capture of a tumbling target: what every phase shares (control.approach, control.detumble and
+control.capture_mission are the laws and their sequence).
 
-Approach: resolved rate through the mode's GJM of the capturing end-effector (the free base
-motion set by the momentum), v* = v_grasp + K_p e(X_grasp, X_ee), u* = J^+ (v* - drift), and
-computed torque on the mode-reduced dynamics (physics.reduced, wheels idle) for u' = K_v (u* - u).
-Rest: the same computed torque with u' = -K_v u over the combined system (object held).
-Floating mode can only stop the joints: the momentum the object brought stays, and the robot and
-object drift on as one rigid body; flying mode also stops the base with the base wrench. Arm
-torques are clipped to the URDF effort limits here (the plant clips them too, and bounds the base
-wrench), so the commands stay inside what the actuators give.
+* When a grasp may close: :class:`CaptureTolerances`, checked on the relative pose and twist of
+  the end-effector and the grasp frame (:func:`relative_motion`); :func:`capture_refusal` says
+  which tolerance is missed, in one line with the fix.
+* How a law's wanted accelerations become actuator efforts in each capture mode
+  (:func:`effort_for_accelerations`): computed torque on the mode-reduced dynamics
+  (physics.reduced) over the GJM's actuated coordinates (arm joints, then the commanded base
+  velocities in world axes):
+
+  - floating: arm torques only, the base moves as the momentum says;
+  - rotation-floating: the reaction wheels hold the commanded attitude (their torques solved from
+    the attitude rows, clipped to their limits: control.computed_torque's hybrid dynamics);
+  - flying: arm torques and a base wrench (thrusters, or an ideal wrench).
+
+Arm and wheel torques are clipped to their limits (:func:`limited`); the base wrench goes to the
+thrusters through control.effort.ActuatorMapper (each in [0, max_force]).
 """
 
 from __future__ import annotations
@@ -18,18 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.allocation import ThrusterAllocator
+from freeflyer_control.control.computed_torque import rotation_floating_forces
+from freeflyer_control.control.effort import ControlEffort
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics import fastpath
-from freeflyer_control.physics.actuators import Actuation
-from freeflyer_control.physics.gjm import actuated_velocities, generalized_jacobian
-from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.reduced import reduced_dynamics
-from freeflyer_control.physics.state import State, world_to_local_base_map
+from freeflyer_control.physics.state import State
 
-CAPTURE_MODES = (Mode.FLOATING, Mode.FLYING)
-_PLANAR_ROWS = np.array([0, 1, 5])
+CAPTURE_MODES = (Mode.FLOATING, Mode.ROTATION_FLOATING, Mode.FLYING)
+PLANAR_ROWS = np.array([0, 1, 5])
 
 
 @dataclass(frozen=True)
@@ -65,74 +70,51 @@ def capture_refusal(end_effector: str, object_name: str, rel: np.ndarray, tol: C
     return None
 
 
-class _ComputedTorque:
-    """u' -> actuation through the mode-reduced dynamics (wheels idle), arm torques clipped."""
-
-    def __init__(self, ff: FreeFlyerModel, mode: Mode):
-        if mode not in CAPTURE_MODES:
-            raise ModeError(f"capture flies {[m.value for m in CAPTURE_MODES]}; mode '{mode.value}' is not supported "
-                            "yet: choose floating or flying")
-        self.ff, self.mode, self.data = ff, mode, ff.create_data()
-        fastpath.warm("reduced")  # compile (first use) or load it now, not on a tick
-        self.allocator = ThrusterAllocator(ff) if mode is Mode.FLYING and ff.thrusters else None
-
-    def actuation(self, state: State, u_dot: np.ndarray) -> Actuation:
-        """``u_dot`` in GJM column order (arm joints, then commanded base in world axes)."""
-        ff = self.ff
-        n_arm = ff.arm_v_indices.size
-        rd = reduced_dynamics(ff, self.data, state, self.mode, idle_wheels=True)  # (base, arm) order
-        acc = np.concatenate([u_dot[n_arm:], u_dot[:n_arm]])
-        tau = rd.H @ acc + rd.C
-        nc = tau.size - n_arm
-        limits = ff.arm_effort_limits
-        arm = np.clip(tau[nc:], -limits, limits)
-        if self.allocator is not None:
-            # The base wrench from the thrusters, each in [0, max_force]: a wrench they cannot
-            # make becomes the closest one they can (control.allocation).
-            wrench = world_to_local_base_map(ff, state.q) @ tau[:nc]
-            return Actuation(arm_torques=arm, thruster_forces=self.allocator.allocate(wrench).forces)
-        if self.mode is Mode.FLYING:
-            return Actuation(arm_torques=arm, base_wrench_world=tau[:nc].copy())
-        return Actuation(arm_torques=arm)
+def capture_mode(mode: Mode | str) -> Mode:
+    """``mode`` if the capture laws fly it, else ModeError with the choice."""
+    mode = Mode.parse(mode)
+    if mode not in CAPTURE_MODES:
+        raise ModeError(f"capture flies {[m.value for m in CAPTURE_MODES]}; mode '{mode.value}' is not supported: "
+                        "choose floating, rotation-floating or flying")
+    return mode
 
 
-class ApproachController:
-    """Drives ``end_effector`` onto a moving grasp frame (see the module docstring)."""
+def effort_for_accelerations(ff: FreeFlyerModel, data: pin.Data, state: State, mode: Mode,
+                             u_dot: np.ndarray, base_torque: np.ndarray | None = None) -> ControlEffort:
+    """The effort that gives the actuated accelerations ``u_dot`` (GJM column order: arm joints,
+    then the mode's commanded base velocities in world axes; rad/s^2, m/s^2) on the
+    mode-reduced dynamics of ``ff`` at ``state`` (see the module docstring). Wheels are idle
+    except in rotation-floating, where they hold the commanded attitude; there, ``base_torque``
+    (world axes, N m; planar: z) is a torque the thrusters add on the base, which the wheels take
+    in (loading them with momentum: control.capture_mission's bias)."""
+    n_arm = ff.arm_v_indices.size
+    nc = base_partition(ff.base, mode).commanded.size
+    u_arm, u_base = u_dot[:n_arm], u_dot[n_arm:]
+    if mode is Mode.ROTATION_FLOATING:
+        rd = reduced_dynamics(ff, data, state, mode)  # (attitude, arm joints and wheels)
+        arm, wheels = nc + ff.arm_v_indices - ff.nb, nc + ff.wheel_v_indices - ff.nb
+        forces = rotation_floating_forces(ff, rd.H, rd.C, nc, u_base, u_arm, arm, wheels, base_torque)
+        wrench = np.zeros(ff.nb)
+        if base_torque is not None:
+            wrench[ff.nb - nc:] = base_torque  # the attitude rows: (wz) or (wx, wy, wz)
+        return ControlEffort(forces[arm], forces[wheels], wrench)
+    rd = reduced_dynamics(ff, data, state, mode, idle_wheels=True)  # (commanded base, arm joints)
+    forces = rd.H @ np.concatenate([u_base, u_arm]) + rd.C
+    wrench = np.zeros(ff.nb)
+    wrench[base_partition(ff.base, mode).commanded] = forces[:nc]  # world axes
+    return ControlEffort(forces[nc:], np.zeros(ff.wheel_v_indices.size), wrench)
 
-    def __init__(self, ff: FreeFlyerModel, end_effector: str, mode: Mode | str,
-                 position_gain: float = 1.5, velocity_gain: float = 20.0, damping: float = 1e-2,
-                 max_speed: float = 0.1, max_angular_speed: float = 0.3):
-        self.ct = _ComputedTorque(ff, Mode.parse(mode))
-        self.ff, self.ee, self.mode = ff, end_effector, Mode.parse(mode)
-        self.kp, self.kv, self.damping = position_gain, velocity_gain, damping
-        self.max_speed, self.max_angular_speed = max_speed, max_angular_speed
-        self.rows = _PLANAR_ROWS if ff.base == "planar" else slice(None)
 
-    def actuation(self, state: State, ee: pin.SE3, grasp: pin.SE3, grasp_twist: np.ndarray) -> Actuation:
-        """``grasp_twist``: [v; w] of the grasp frame, world axes at its origin."""
-        # The closing speed is bounded (m/s, rad/s): from far away the end-effector comes in at a
-        # walking pace, not in one jump that the joints' rate limits could not follow.
-        lin = _bounded(self.kp * (grasp.translation - ee.translation), self.max_speed)
-        ang = _bounded(self.kp * pin.log3(grasp.rotation @ ee.rotation.T), self.max_angular_speed)
-        v_star = (np.asarray(grasp_twist) + np.concatenate([lin, ang]))[self.rows]
-        g = generalized_jacobian(self.ff, self.ct.data, state, self.mode, self.ee)
-        J = g.matrix
-        u_star = J.T @ np.linalg.solve(J @ J.T + self.damping ** 2 * np.eye(J.shape[0]), v_star - g.drift)
-        u = actuated_velocities(self.ff, state, self.mode)
-        return self.ct.actuation(state, self.kv * (u_star - u))
+def limited(ff: FreeFlyerModel, effort: ControlEffort) -> ControlEffort:
+    """``effort`` with the arm torques clipped to the URDF effort limits and the wheel torques to
+    the wheels' (the base wrench is bounded where it is allocated)."""
+    arm = np.clip(effort.arm_torques, -ff.arm_effort_limits, ff.arm_effort_limits)
+    wheels = np.clip(effort.wheel_torques, -ff.wheel_max_torques, ff.wheel_max_torques) \
+        if effort.wheel_torques.size else effort.wheel_torques
+    return ControlEffort(arm, wheels, effort.base_wrench_world)
 
 
-def _bounded(v: np.ndarray, limit: float) -> np.ndarray:
-    n = np.linalg.norm(v)
+def bounded(v: np.ndarray, limit: float) -> np.ndarray:
+    """``v`` scaled down to norm ``limit`` if longer."""
+    n = float(np.linalg.norm(v))
     return v if n <= limit else v * (limit / n)
-
-
-class RestController:
-    """Brings the actuated velocities of the combined system to zero (see the module docstring)."""
-
-    def __init__(self, held: FreeFlyerModel, mode: Mode | str, gain: float = 2.0):
-        self.ct = _ComputedTorque(held, Mode.parse(mode))
-        self.ff, self.mode, self.gain = held, Mode.parse(mode), gain
-
-    def actuation(self, state: State) -> Actuation:
-        return self.ct.actuation(state, -self.gain * actuated_velocities(self.ff, state, self.mode))

@@ -116,14 +116,15 @@ class ComputedTorque:
 
 def rotation_floating_forces(
     ff: FreeFlyerModel, H: np.ndarray, C: np.ndarray, nc: int, u_base: np.ndarray, u_arm: np.ndarray,
-    arm_idx: np.ndarray, wheels: np.ndarray,
+    arm_idx: np.ndarray, wheels: np.ndarray, external: np.ndarray | None = None,
 ) -> np.ndarray:
     """Generalized forces on [commanded attitude, joints] in rotation-floating mode, from the
     reduced dynamics H a'' + C = f over those coordinates (attitude in any fixed axes: its
     force is zero in all of them). Used by computed torque and by the impedance law.
 
     Known accelerations: the attitude (u_base) and the arm joints (u_arm). No external torque
-    acts on the attitude rows: the wheels do the work, their accelerations solved from those
+    acts on the attitude rows (or ``external``, world axes, N m: a torque the thrusters apply,
+    which the wheels then take in): the wheels do the work, their accelerations solved from those
     rows. If that asks more of a wheel than its torque limit, the wheel torque is clipped and the
     attitude is let go for this tick (its acceleration solved from the clipped torque), so that
     the arm torques stay consistent with what the wheels really do and the arm keeps tracking.
@@ -134,6 +135,8 @@ def rotation_floating_forces(
     acc[arm_idx] = u_arm
     force = np.zeros(n)
     attitude = _ATTITUDE_ROWS[nc]
+    if external is not None:
+        force[attitude] = external
     forces = hybrid_dynamics(H, C, acc, unknown=wheels, known_force_rows=attitude, force=force)
     limit = ff.wheel_max_torques
     wheel_forces = forces.take(wheels)

@@ -14,8 +14,11 @@ Two layers, one tick:
 2. Torques from the closed-chain dynamics (physics.closed_chain.closed_chain_response, affine in
    the generalized forces, nu' = A tau + a): the least-norm torques whose accelerations are
    K_v (u* - u) in the least-squares sense, plus torques in null(A), which move nothing, chosen
-   so that the internal force s . f_e equals F_int* (s: the unit squeeze direction, in null(W^T);
-   f_e: the end-effector wrenches on the object). The squeeze therefore leaves the motion
+   so that the whole internal wrench (the part of the end-effector wrenches f_e in null(W^T),
+   which moves nothing either) is the commanded squeeze: each of the first two hands presses
+   with F_int* N towards the other, and no internal moment or shear. Setting only the squeeze
+   component would leave the rest of the internal wrench to chance (it carried ~0.3 N m of
+   twist per N of squeeze at the planar grasps). The squeeze therefore leaves the motion
    untouched by construction, not only in the limit.
 
 Modes (``COOPERATIVE_MODES``, each where the robot's actuators allow it, else refused with
@@ -50,7 +53,8 @@ from freeflyer_control.control.effort import ActuatorMapper, ControlEffort
 from freeflyer_control.physics.actuators import Actuation, mode_support
 from freeflyer_control.physics.closed_chain import closed_chain_response, multi_arm_gjm, object_net_wrench
 from freeflyer_control.physics.gjm import actuated_velocities
-from freeflyer_control.physics.grasp import grasp_matrix, squeeze_direction
+from freeflyer_control.physics.grasp import (grasp_matrix, internal_force_basis, internal_moments,
+                                            squeeze_direction, squeeze_of)
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.state import State, base_position, base_rotation, world_to_local_base_map
 
@@ -85,7 +89,10 @@ class CooperativeTick:
         actuation: arm torques (N m) and, in flying mode, the base wrench (world axes).
         object_pose: measured object frame in world.
         object_twist: measured object twist, world axes at the CoM (6,).
-        internal_force: measured squeeze s . f_e, N.
+        internal_force: the squeeze this command gives at this state: the force each hand
+            presses with, N (physics.grasp.squeeze_of).
+        internal_moment: the largest internal moment at a grasp under this command, N m
+            (physics.grasp.internal_moments; zero when the whole internal wrench is met).
         twist_command: v_o*, world axes at the CoM (6,).
         status: ``"ok"``, or why the tick refused to command (then every command is zero):
             ``"implausible"`` (a non-finite state or reference, or a reference rotation that is
@@ -98,6 +105,7 @@ class CooperativeTick:
     internal_force: float
     twist_command: np.ndarray
     status: str = "ok"
+    internal_moment: float = 0.0
 
 
 # A reference past these is taken for a corrupt message, not a wish: an object twist over 10 m/s
@@ -136,7 +144,8 @@ class CooperativeController:
         ff: the robot holding the object (model.objects.attach_object).
         obj: the object.
         mode: any mode the robot's actuators allow (physics.actuators.mode_support).
-        internal_force: squeeze setpoint, N (positive pushes the end-effectors together).
+        internal_force: squeeze setpoint: the force each of the first two hands presses the object
+            with, N (positive pushes them together; physics.grasp.squeeze_direction).
         base_actuation: ``"ideal"`` (an ideal base wrench) or ``"thrusters"`` (the wrench
             allocated to the robot's thrusters).
     """
@@ -247,21 +256,26 @@ class CooperativeController:
         a = resp.a[task_rows]
         F, f0 = self._wrench_map(state, resp, W)
         s = squeeze_direction(ee_pos, self.planar)
-        s_row, s_off = (s @ F)[self.actuated], float(s @ f0)
-        # Motion torques: least squares on the accelerations (min-norm, SVD). Squeeze torques: in
-        # null(A), so they change no acceleration; the least-norm one that meets the setpoint.
+        # The internal wrench: its coordinates in an orthonormal basis of null(W^T).
+        B = internal_force_basis(W)
+        C, c0 = (B.T @ F)[:, self.actuated], B.T @ f0
+        wanted = B.T @ (self.internal_force * s)  # the squeeze, no internal moment or shear
+        # Motion torques: least squares on the accelerations (min-norm, SVD). Internal-wrench
+        # torques: in null(A), so they change no acceleration; the least-norm ones that meet the
+        # whole internal wrench (least squares where null(A) is too small for all of it).
         U, sv, Vt = np.linalg.svd(A, full_matrices=True)
         rank = int((sv > 1e-9 * sv[0]).sum())
         tau_m = Vt[:rank].T @ ((U[:, :rank].T @ (target - a)) / sv[:rank])
         N = Vt[rank:].T
-        cN = s_row @ N
         tau_a = tau_m
-        if cN @ cN > 1e-18:
-            tau_a = tau_m + N @ (cN * (self.internal_force - s_off - s_row @ tau_m) / (cN @ cN))
+        if N.size:
+            tau_a = tau_m + N @ np.linalg.lstsq(C @ N, wanted - c0 - C @ tau_m, rcond=1e-12)[0]
         tau = np.zeros(ff.model.nv)
         tau[self.actuated] = tau_a
-        squeeze = float(s @ (F @ tau + f0))  # what this command squeezes at this state
-        return CooperativeTick(self._actuation(state, tau), pose, twist, squeeze, v_star)
+        f_e = F @ tau + f0  # what this command presses with at this state
+        moment = float(np.abs(internal_moments(W, f_e, self.planar)).max(initial=0.0))
+        return CooperativeTick(self._actuation(state, tau), pose, twist, squeeze_of(s, f_e), v_star,
+                               internal_moment=moment)
 
     def _wrench_map(self, state: State, resp, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(F, f0): stacked end-effector wrenches on the object f_e = F tau + f0 (world axes)."""

@@ -9,6 +9,8 @@ An object config is a small YAML file (bundled ones in ``config/objects/``)::
                                  # object frame (the object frame's origin is the CoM)
     size: [0.1, 0.15, 0.1]       # m, box drawn in rviz (optional)
     pose_in_base: {xyz: [0.82, 0, 0], rpy: [0, 0, 0]}   # where it is held, base_link frame
+    initial_state: {...}         # optional: where a free object starts, how it tumbles
+                                 # (model.object_state)
     grasps:                      # one per end-effector; the end-effector frame coincides with
       - end_effector: left_ee_link          # the grasp frame while the object is held
         xyz: [0, 0.075, 0]       # m, grasp frame origin in the object frame
@@ -37,6 +39,7 @@ from freeflyer_control.inputs.values import shown
 from freeflyer_control.inputs.yaml_files import load_yaml_file
 from freeflyer_control.model.config import BASE_TYPES, MAX_EXTENT, positive_number, require_key, vector3
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.model.object_state import InitialState, parse_initial_state
 from freeflyer_control.resources import share_dir
 
 # Inertia checks: relative round-off allowed on symmetry and on the triangle inequality.
@@ -72,6 +75,8 @@ class ObjectConfig:
         grasps: one per end-effector.
         pose_in_base: where the object is held, object frame in base_link (SE3).
         size: box dimensions for display, m (3,).
+        initial_state: where a free object starts and how it moves (model.object_state), or
+            None: a capture then starts it near the held pose (sim.capture).
     """
 
     name: str
@@ -81,6 +86,7 @@ class ObjectConfig:
     grasps: tuple[Grasp, ...]
     pose_in_base: pin.SE3
     size: np.ndarray
+    initial_state: InitialState | None = None
 
     @property
     def spatial_inertia(self) -> pin.Inertia:
@@ -110,14 +116,22 @@ def load_object(name_or_path: str | Path) -> ObjectConfig:
     Raises:
         ConfigError: unknown name, unreadable file, or a malformed / non-physical entry.
     """
+    path = object_source(name_or_path)
+    if path is None:
+        raise ConfigError(f"unknown object {shown(str(name_or_path))}; bundled objects: {object_names()}, "
+                          "or give a .yaml path")
+    return parse_object(load_yaml_file(path, "object config"), str(path))
+
+
+def object_source(name_or_path: str | Path) -> Path | None:
+    """The YAML file :func:`load_object` reads for ``name_or_path`` (a path as given, or a bundled
+    object's); None for a name that is not bundled."""
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix not in (".yaml", ".yml"):
-        path = object_config_dir() / f"{text}.yaml"
-        if len(text) > 200 or not path.is_file():
-            raise ConfigError(f"unknown object {shown(text)}; bundled objects: {object_names()}, "
-                              "or give a .yaml path")
-    return parse_object(load_yaml_file(path, "object config"), str(path))
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    path = object_config_dir() / f"{text}.yaml"
+    return path if len(text) <= 200 and path.is_file() else None
 
 
 def _pose(entry: Any, where: str, known=("xyz", "rpy")) -> pin.SE3:
@@ -159,7 +173,8 @@ def parse_object(raw: Any, where: str) -> ObjectConfig:
     pose = _pose(raw.get("pose_in_base", {}), f"{where}: pose_in_base")
     size = np.array([positive_number(v, f"{where}: size[{i}]", MAX_EXTENT, _WHY_EXTENT, "m")
                      for i, v in enumerate(_triple(raw.get("size", [0.1, 0.1, 0.1]), f"{where}: size"))])
-    return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size)
+    start = parse_initial_state(raw, "initial_state", where, base)
+    return ObjectConfig(name, base, mass, inertia, tuple(grasps), pose, size, start)
 
 
 def _triple(value: Any, where: str) -> list:
@@ -245,3 +260,9 @@ def with_grasp_placement(obj: ObjectConfig, end_effector: str, placement: pin.SE
     """``obj`` grasped by ``end_effector`` only, at ``placement`` (grasp frame in the object
     frame): the grasp as it actually closed in a capture."""
     return dataclasses.replace(obj, grasps=(Grasp(end_effector, placement),))
+
+
+def with_grasps(obj: ObjectConfig, grasps: list[tuple[str, pin.SE3]]) -> ObjectConfig:
+    """``obj`` grasped by the (end-effector, placement) pairs, in closing order: the grasps as
+    they actually closed (the first carries the object, the others close loops)."""
+    return dataclasses.replace(obj, grasps=tuple(Grasp(ee, X) for ee, X in grasps))

@@ -40,13 +40,16 @@ With parameter ``capture_object`` (a free object, as the plant's ``object`` with
 the controller captures it (runtime.capture_control): it reads /object/odom, drives the object's
 first grasping end-effector onto its grasp frame, calls the plant's capture service
 (``capture_service``, std_srvs/Trigger) once its own check says the grasp is within tolerance,
-and after a successful answer brings robot and object to rest; /diagnostics shows
-``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused
-and ``object_odometry`` (ok, or why it is unusable). Approaching, /object/odom is guarded like
-the robot's own inputs: implausible for the object's model (speed over ``max_base_speed``, a
-rate its grasp frames could not have), older than ``object_odometry_timeout``, or not received
-since a clock step, it zeroes the commands (status ``implausible``, ``stale``, ``waiting``) and
-no capture is requested.
+and after a successful answer stows the target, closes the second grasp the same way and brings
+the stack to rest (control.capture_mission; ``capture_approach``, ``capture_bias_momentum``,
+``capture_one_arm``); /diagnostics shows ``capture_state`` (approach, stow, reach, hold, rest,
+at_rest), approaching a grasp why it would be refused, and approaching the target
+``object_odometry`` (ok, or why it is unusable); /capture/markers (visualization_msgs/MarkerArray,
+10 Hz) the target's predicted grasp-frame path and the base's attitude change. Approaching, the
+target's /object/odom is guarded like the robot's own inputs: implausible for the object's model
+(speed over ``max_base_speed``, a rate its grasp frames could not have), older than
+``object_odometry_timeout``, or not received since a clock step, it zeroes the commands (status
+``implausible``, ``stale``, ``waiting``) and no capture is requested.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
 """
@@ -129,7 +132,14 @@ PARAMS = ROBOT_PARAMS + (
           read_only=True),
     Param("object_odometry_timeout", DEFAULT_OBJECT_TIMEOUT, "with capture_object: approaching, object odometry "
           "older than this zeroes the commands and no capture is requested, s", range=(0.001, 1.0), read_only=True),
-    Param("internal_force", 5.0, "squeeze setpoint on the held object, N (settable at run time)",
+    Param("capture_approach", "naive", "with capture_object: the hand through the mode's GJM (naive) or inside "
+          "the reaction null space, the base undisturbed (reactionless)", choices=("naive", "reactionless"),
+          read_only=True),
+    Param("capture_bias_momentum", False, "with capture_object, mode rotation-floating: load the wheels with the "
+          "momentum that cancels the target's during the approach (thrusters)", read_only=True),
+    Param("capture_one_arm", False, "with capture_object: the first hand only (no second grasp)", read_only=True),
+    Param("internal_force", 3.5, "squeeze setpoint on the held object: the force each hand presses it with, N "
+          "(settable at run time)",
           range=(-100.0, 100.0)),
 )
 
@@ -152,6 +162,9 @@ class ControllerNode(Node):
                                        obj=load_object(p["object"]) if p["object"] else None,
                                        internal_force=p["internal_force"],
                                        capture_obj=load_object(p["capture_object"]) if p["capture_object"] else None,
+                                       capture_options={"approach": p["capture_approach"],
+                                                        "bias": p["capture_bias_momentum"],
+                                                        "both_arms": not p["capture_one_arm"]},
                                        object_timeout=p["object_odometry_timeout"])
         self.ideal_base = p["base_actuation"] == "ideal"
         self.pub_arm = quiet_publisher(self, Float64MultiArray, "joint_effort_commands", COMMAND_QOS)
@@ -162,6 +175,8 @@ class ControllerNode(Node):
         self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
         self.pub_actuation = quiet_publisher(self, MarkerArray, "freeflyer/actuation", COMMAND_QOS)
+        self.pub_capture = quiet_publisher(self, MarkerArray, "capture/markers", COMMAND_QOS) \
+            if p["capture_object"] else None
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
         self.pub_estop = quiet_publisher(self, Bool, "estop", COMMAND_QOS)
@@ -377,6 +392,8 @@ class ControllerNode(Node):
             if out.info is not None and out.info.tasks:
                 self.pub_targets.publish(self._target_markers(out.info.tasks))
             self.pub_actuation.publish(self._actuation_markers(out))
+            if self.pub_capture is not None and self.server.state is not None:
+                self.pub_capture.publish(self._capture_markers())
         self.last = out
 
     def _log_events(self) -> None:
@@ -453,6 +470,41 @@ class ControllerNode(Node):
             text.text = f"attitude error {np.degrees(np.linalg.norm(error)):.2f} deg"
             markers.append(text)
         return MarkerArray(markers=markers)
+
+    def _capture_markers(self) -> MarkerArray:
+        """The target's predicted grasp-frame path (a line, while approaching; deleted after) and the
+        base's attitude change since the start (an arrow along its rotation vector, 1 m per rad,
+        and its size in degrees as text), world frame."""
+        capture, state = self.server.capture, self.server.state
+        stamp = self.get_clock().now().to_msg()
+
+        def marker(ns, kind, rgba):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = "world", stamp
+            mk.ns, mk.id, mk.type, mk.action = ns, 0, kind, Marker.ADD
+            mk.pose.orientation.w = 1.0
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = rgba
+            return mk
+
+        path = capture.predicted_grasp_path()
+        line = marker("predicted_grasp_path", Marker.LINE_STRIP, (0.2, 0.9, 0.9, 0.9))
+        line.scale.x = 0.01
+        line.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in path]
+        if not len(path):
+            line.action = Marker.DELETE
+        error = capture.base_attitude_error(state)
+        base = state.q[:3] if self.ff.base == "spatial" else np.array([state.q[0], state.q[1], 0.0])
+        arrow = marker("base_attitude_error", Marker.ARROW, (0.9, 0.2, 0.9, 0.9))
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.02, 0.04, 0.06
+        arrow.points = [Point(x=float(base[0]), y=float(base[1]), z=float(base[2]) + 0.5),
+                        Point(x=float(base[0] + error[0]), y=float(base[1] + error[1]),
+                              z=float(base[2] + 0.5 + error[2]))]
+        text = marker("base_attitude_error", Marker.TEXT_VIEW_FACING, (1.0, 1.0, 1.0, 0.9))
+        text.id = 1
+        text.scale.z = 0.08
+        text.pose.position = Point(x=float(base[0]), y=float(base[1]), z=float(base[2]) + 0.65)
+        text.text = f"base attitude change {np.degrees(np.linalg.norm(error)):.3g} deg ({capture.phase})"
+        return MarkerArray(markers=[line, arrow, text])
 
     def _diagnose(self) -> None:
         s = self.server

@@ -13,6 +13,14 @@ the generalized momentum of robot plus object is the same just before and just a
 floating mode the system's linear and angular momentum are conserved through the impact (the
 kinetic energy is not: a plastic impact dissipates). The impulse on the object is
 M_o (G nu^+ - v_o^-).
+
+A second hand closing on the held object (:func:`close_loop`) closes a loop of the same system:
+an impulse Lambda between that hand and the object brings their relative twist J nu to zero,
+
+    M nu^+ = M nu^- + J^T Lambda,   J nu^+ = 0   =>   Lambda = -(J M^-1 J^T)^-1 J nu^-
+
+(J the loop's relative Jacobian, physics.closed_chain.loop_terms). It acts between two bodies of
+one system, so momentum is conserved through it too.
 """
 
 from __future__ import annotations
@@ -23,9 +31,10 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.model.objects import ObjectConfig, attach_object, with_grasp_placement
+from freeflyer_control.model.objects import ObjectConfig, attach_object, with_grasp_placement, with_grasps
+from freeflyer_control.physics.closed_chain import loop_terms
 from freeflyer_control.physics.dynamics import mass_matrix
-from freeflyer_control.physics.linalg import solve
+from freeflyer_control.physics.linalg import cross3, solve
 from freeflyer_control.physics.state import State
 
 _PLANAR_ROWS = np.array([0, 1, 5])
@@ -84,3 +93,57 @@ def capture_impact(ff: FreeFlyerModel, obj: ObjectConfig, end_effector: str, rob
     v_after = solve(mass_matrix(held, hdata, q), p)
     impulse = Mo @ (G @ v_after - v_o)
     return CaptureImpact(held, grasped, State(q.copy(), v_after), impulse)
+
+
+@dataclass(frozen=True)
+class LoopClosure:
+    """A second grasp closing on the held object.
+
+    Attributes:
+        held: the robot holding the object with both grasps (attach_object of ``obj``).
+        obj: the object with its grasps as they closed (the first one carries it).
+        state: just after the closure (the loop's relative twist zero).
+        impulse: Lambda on the closing end-effector, world axes about its origin (planar
+            (fx, fy, mz) N s and N m s).
+    """
+
+    held: FreeFlyerModel
+    obj: ObjectConfig
+    state: State
+    impulse: np.ndarray
+
+
+def close_loop(ff: FreeFlyerModel, obj: ObjectConfig, end_effector: str, state: State) -> LoopClosure:
+    """Close ``end_effector``'s grasp on the object that ``obj`` (one grasp, as captured: the robot
+    ``ff`` without the object) describes, where the hand is now (see the module docstring).
+
+    Args:
+        state: the robot holding the object by its first grasp (attach_object(ff, obj)'s
+            coordinates, which the second grasp does not change) just before the closure.
+    """
+    first = attach_object(ff, obj)
+    data = first.create_data()
+    pin.framesForwardKinematics(first.model, data, state.q)
+    placement = data.oMf[first.frame_id(obj.name)].inverse() * data.oMf[first.frame_id(end_effector)]
+    both = with_grasps(obj, [(g.end_effector, g.placement) for g in obj.grasps] + [(end_effector, placement)])
+    held = attach_object(ff, both)
+    hdata = held.create_data()
+    loops = loop_terms(held, hdata, both, state.q, state.v)
+    M = mass_matrix(held, hdata, state.q)
+    J = loops.J
+    MinvJt = solve(M, J.T)
+    impulse = -solve(J @ MinvJt, J @ state.v)
+    v_after = state.v + MinvJt @ impulse
+    return LoopClosure(held, both, State(state.q.copy(), v_after), impulse)
+
+
+def held_frame_motion(held: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, placement: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
+    """(pose in world, twist [v; w] world axes at its origin) of the frame ``placement`` (in the
+    object frame) of the object ``held`` carries, from ``data`` holding the forward kinematics
+    with velocities and the frame placements (a second hand's grasp frame on a captured target)."""
+    fid = held.frame_id(obj.name)
+    X_o = data.oMf[fid]
+    pose = X_o * placement
+    v_o = pin.getFrameVelocity(held.model, data, fid, pin.LOCAL_WORLD_ALIGNED)
+    r = pose.translation - X_o.translation
+    return pose, np.concatenate([v_o.linear + cross3(v_o.angular, r), v_o.angular])

@@ -252,12 +252,13 @@ def _held_acceleration(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, q:
     origin, dw its angular part and p_e' the end-effector point's velocity.
     """
     loops, rows = _loops(ff, obj)
-    return _stage_acceleration(ff.model, data, loops, rows, q, v, tau)
+    return _stage_acceleration(ff.model, data, loops, rows, q, v, tau)[0]
 
 
 def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], rows: np.ndarray | None,
-                        q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """:func:`_held_acceleration` with the loops looked up (the plant caches them)."""
+                        q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_held_acceleration` with the loops looked up (the plant caches them); also returns
+    the stacked loop Jacobian J_W about the world origin (its rows pair with data.lambda_c)."""
     _joint_jacobians_and_rates(model, data, q, v)  # placements, J, dJ, velocities
     _crba(model, data, q)
     _nonlinear_effects(model, data, q, v)
@@ -297,7 +298,17 @@ def _stage_acceleration(model: pin.Model, data: pin.Data, loops: list[_Loop], ro
                 a5 + c1 * w2 + c2 * rz,
             ]
     J = Js[0] if len(Js) == 1 else np.vstack(Js)
-    return _kkt_forward_dynamics(model, data, tau, J, np.array(gammas), 0.0).copy()
+    return _kkt_forward_dynamics(model, data, tau, J, np.array(gammas), 0.0).copy(), J
+
+
+def _angle_between(a: list, b: list) -> float:
+    """The angle (rad) of the rotation R_a R_b^T between two rotation matrices given as nested
+    lists: atan2(|vee(R - R^T)| / 2, (tr R - 1) / 2), accurate at small and large angles alike.
+    Python floats: it runs after every closed-chain plant step (pin.log3 and NumPy cost more)."""
+    def row(i, j):  # (R_a R_b^T)[i][j]
+        return a[i][0] * b[j][0] + a[i][1] * b[j][1] + a[i][2] * b[j][2]
+    s0, s1, s2 = row(2, 1) - row(1, 2), row(0, 2) - row(2, 0), row(1, 0) - row(0, 1)
+    return math.atan2(0.5 * math.sqrt(s0 * s0 + s1 * s1 + s2 * s2), 0.5 * (row(0, 0) + row(1, 1) + row(2, 2) - 1.0))
 
 
 # Module-level names for the calls of every RK stage (an attribute lookup on pin is ~40 ns each).
@@ -342,34 +353,68 @@ def closed_chain_response(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig,
 class ClosedChainPlant(Plant):
     """The plant of a robot holding ``obj`` (``ff`` from attach_object): the same RKMK4 integrator,
     momentum projection, divergence checks and interface as :class:`Plant`, with the loop
-    closures held. ``max_constraint_error`` is the largest loop position error seen (m)."""
+    closures held. ``max_constraint_error`` and ``max_constraint_rotation_error`` are the largest
+    loop position (m) and orientation (rad) errors seen.
+
+    The loop wrenches are internal to the system, but Baumgarte's stabilisation makes them do
+    work while a loop error closes (their power is lambda . J nu, zero only on the constraint
+    manifold): the energy check counts that work, by the same RK4 quadrature as the actuators',
+    as work of the constraint stabilisation, not as energy no force explains.
+    ``last_constraint_work`` is that work over the last step (J)."""
 
     def __init__(self, ff: FreeFlyerModel, obj: ObjectConfig, state: State, dt: float, t0: float = 0.0):
         self.obj = obj
         self.max_constraint_error = 0.0
+        self.max_constraint_rotation_error = 0.0
+        self.last_constraint_work = 0.0
         self._loops, self._rows = _loops(ff, obj)
+        self._powers: list[float] | None = None
         super().__init__(ff, state, dt, t0)
-        self.max_constraint_error = self.constraint_error()
+        self.max_constraint_error, self.max_constraint_rotation_error = self.constraint_errors()
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
         if not self._loops:
             return pin.aba(self.ff.model, self.data, q, v, tau).copy()
-        return _stage_acceleration(self.ff.model, self.data, self._loops, self._rows, q, v, tau)
+        a, J = _stage_acceleration(self.ff.model, self.data, self._loops, self._rows, q, v, tau)
+        if self._powers is not None:
+            self._powers.append(float(self.data.lambda_c @ (J @ v)))  # power of J^T lambda
+        return a
+
+    def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
+        self._powers = [] if self._loops else None
+        try:
+            q, v, momentum, work = super()._integrate(q0, v0, tau)
+            p = self._powers
+        finally:
+            self._powers = None
+        if p is not None and len(p) == 4:  # (a subclass with an acceleration of its own records none)
+            self.last_constraint_work = self.dt / 6.0 * (p[0] + 2.0 * p[1] + 2.0 * p[2] + p[3])
+            work += self.last_constraint_work
+        return q, v, momentum, work
 
     def step(self, actuation=None, *, tau=None) -> State:
         state = super().step(actuation, tau=tau)
-        self.max_constraint_error = max(self.max_constraint_error, self.constraint_error())
+        position, rotation = self.constraint_errors()
+        self.max_constraint_error = max(self.max_constraint_error, position)
+        self.max_constraint_rotation_error = max(self.max_constraint_rotation_error, rotation)
         return state
+
+    def constraint_errors(self) -> tuple[float, float]:
+        """Largest loop-closure position error (m) and orientation error (rad) now."""
+        if not self._loops:
+            return 0.0, 0.0
+        model, data = self.ff.model, self.data
+        pin.forwardKinematics(model, data, self.state.q)
+        position = rotation = 0.0
+        for c in self._loops:
+            He, Hg = _frame_placement(model, data, c.ee_frame), _frame_placement(model, data, c.grasp_frame)
+            position = max(position, math.dist(He.translation.tolist(), Hg.translation.tolist()))
+            rotation = max(rotation, _angle_between(He.rotation.tolist(), Hg.rotation.tolist()))
+        return position, rotation
 
     def constraint_error(self) -> float:
         """Largest loop-closure position error at the current state, m."""
-        if not self._loops:
-            return 0.0
-        model, data = self.ff.model, self.data
-        pin.forwardKinematics(model, data, self.state.q)
-        return max(math.dist(_frame_placement(model, data, c.ee_frame).translation.tolist(),
-                             _frame_placement(model, data, c.grasp_frame).translation.tolist())
-                   for c in self._loops)
+        return self.constraint_errors()[0]
 
     def object_pose(self) -> pin.SE3:
         """The object frame (at its CoM) in world."""

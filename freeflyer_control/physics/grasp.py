@@ -72,9 +72,11 @@ def split_wrenches(W: np.ndarray, f_e: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def squeeze_direction(ee_positions: np.ndarray, planar: bool) -> np.ndarray:
-    """Stacked end-effector forces (wrench layout of :func:`grasp_matrix`, unit norm) that push
-    the first two end-effectors towards each other along the line joining them: the squeeze a
-    positive internal-force setpoint (N) commands. It lies in null(W^T) for any object CoM."""
+    """The squeeze per newton of setpoint: stacked end-effector wrenches (layout of
+    :func:`grasp_matrix`) in which each of the first two end-effectors pushes the object with
+    1 N towards the other, along the line joining them, with no moment. A setpoint of F N is
+    F times this: **each hand presses with F N** (the vector's norm is sqrt(2), not 1). It lies in
+    null(W^T) for any object CoM: the two forces cancel and so do their moments."""
     p = np.asarray(ee_positions, dtype=float)
     if len(p) < 2:
         raise ValueError("a squeeze needs at least two end-effectors")
@@ -84,4 +86,21 @@ def squeeze_direction(ee_positions: np.ndarray, planar: bool) -> np.ndarray:
     f = np.zeros(n * len(p))
     f[0:2 if planar else 3] = u[:2] if planar else u           # end-effector 0 pushes towards 1
     f[n:n + (2 if planar else 3)] = -(u[:2] if planar else u)  # and 1 towards 0
-    return f / np.linalg.norm(f)
+    return f
+
+
+def squeeze_of(direction: np.ndarray, f_e: np.ndarray) -> float:
+    """The force each hand presses with (N) in the end-effector wrenches ``f_e``: the component
+    of ``f_e`` along :func:`squeeze_direction`'s ``direction``, per unit of it."""
+    d = np.asarray(direction, dtype=float)
+    return float(d @ np.asarray(f_e, dtype=float) / (d @ d))
+
+
+def internal_moments(W: np.ndarray, f_e: np.ndarray, planar: bool) -> np.ndarray:
+    """The moments (N m) of the internal part of ``f_e`` at each end-effector, one row per
+    end-effector (spatial: 3 entries, planar: mz): the twisting the grasps exert on each other,
+    which a pure squeeze does not."""
+    _, internal = split_wrenches(W, f_e)
+    n = 3 if planar else 6
+    rows = internal.reshape(-1, n)
+    return rows[:, 2:] if planar else rows[:, 3:]

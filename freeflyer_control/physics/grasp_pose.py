@@ -13,14 +13,19 @@ from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.state import make_state
 
 # Largest grasp pose error (m, and rad for the orientation part) that inverse kinematics may
-# leave and still call the grasp frame reachable: 0.1 mm / 0.1 mrad, far below any gripper's
-# tolerance, far above the 1e-10 that a converged Newton solve reaches.
-REACH_TOL = 1e-4
+# leave and still call the grasp frame reachable. The held pose is where the closed chain starts,
+# so its loop error is this at most: 1 nm, which Baumgarte's stabilisation closes without a
+# measurable transient (the bundled objects' loops start below 1e-11 m). Newton converges
+# quadratically to ~1e-14 on a reachable frame; an unreachable one stalls millimetres away.
+REACH_TOL = 1e-9
+# Newton stops here: round-off of the forward kinematics of a ~1 m arm.
+_CONVERGED = 1e-13
 
-def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
+def check_object(ff: FreeFlyerModel, obj: ObjectConfig, start: np.ndarray | None = None) -> np.ndarray:
     """Check ``obj`` against robot ``ff`` and return the robot's joint angles (rad, ``ff.joint_names``
-    order) that hold it: the ready pose, with each grasping arm solved so its end-effector sits on
-    its grasp frame (object at ``obj.pose_in_base``, base at the origin).
+    order) that hold it: the ready pose (or ``start``, joint angles in the same order, e.g. where
+    the arms are now), with each grasping arm solved from there so its end-effector sits on its
+    grasp frame (object at ``obj.pose_in_base``, base at the origin).
 
     Raises:
         ModelError: wrong base type, a grasp naming no end-effector of the robot, or a grasp
@@ -33,6 +38,8 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
     index = {n: i for i, n in enumerate(ff.joint_names)}
     for name, value in ff.ready_pose.items():
         angles[index[name]] = value
+    if start is not None:
+        angles = np.asarray(start, dtype=float).copy()
     state = make_state(ff, joint_positions=angles)
     data = ff.create_data()
     for grasp in obj.grasps:
@@ -40,8 +47,8 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
             raise ModelError(f"object '{obj.name}': grasp end_effector '{grasp.end_effector}' is not an end-effector "
                              f"of robot '{ff.name}'; its end-effectors: {list(ff.end_effectors)}")
         target = obj.pose_in_base * grasp.placement
-        joints = _arm_of(ff, grasp.end_effector)
-        q, err = _solve_reach(ff, data, state.q, grasp.end_effector, joints, target)
+        joints = arm_joints(ff, grasp.end_effector)
+        q, err = solve_reach(ff, data, state.q, grasp.end_effector, joints, target)
         if err > REACH_TOL:
             p = target.translation
             raise ModelError(
@@ -52,7 +59,7 @@ def check_object(ff: FreeFlyerModel, obj: ObjectConfig) -> np.ndarray:
     return pin.difference(ff.model, pin.neutral(ff.model), state.q)[ff.nb:]
 
 
-def _arm_of(ff: FreeFlyerModel, end_effector: str) -> list[int]:
+def arm_joints(ff: FreeFlyerModel, end_effector: str) -> list[int]:
     """Velocity indices of the arm joints that move ``end_effector``."""
     model = ff.model
     jid = model.frames[ff.frame_id(end_effector)].parentJoint
@@ -71,8 +78,9 @@ def pose_error(ff: FreeFlyerModel, current: pin.SE3, target: pin.SE3) -> np.ndar
     return e[[0, 1, 5]] if ff.base == "planar" else e
 
 
-def _solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
-    """Damped Newton on one arm's joints (base fixed) towards ``target``; (q, residual)."""
+def solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
+    """Newton on the joints at velocity indices ``v_idx`` (one arm; base fixed) from ``q0`` towards the
+    pose ``target`` (world) of ``frame``, inside the URDF limits: (q, residual m/rad)."""
     model, fid = ff.model, ff.frame_id(frame)
     rows = [0, 1, 5] if ff.base == "planar" else slice(None)
     q = q0.copy()
@@ -83,11 +91,14 @@ def _solve_reach(ff, data, q0, frame, v_idx, target, iters: int = 200):
         err = float(np.abs(e).max())
         if err < best[1]:
             best = (q.copy(), err)
-        if err < 1e-10:
+        if err < _CONVERGED:
             break
         J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[rows][:, v_idx]
         dq = np.zeros(model.nv)
-        dq[v_idx] = -J.T @ np.linalg.solve(J @ J.T + 1e-6 * np.eye(J.shape[0]), e)
+        # Damped far away (a step through a singularity stays bounded), plain Newton close to the
+        # frame, where the damping would only slow the quadratic convergence down.
+        damping = 1e-6 if err > 1e-6 else 0.0
+        dq[v_idx] = -J.T @ np.linalg.lstsq(J @ J.T + damping * np.eye(J.shape[0]), e, rcond=None)[0]
         # Stay inside the URDF limits: a grasp held only past a joint limit is not reachable.
         q = np.clip(pin.integrate(model, q, dq), model.lowerPositionLimit, model.upperPositionLimit)
     return best

@@ -38,6 +38,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.capture import CAPTURE_MODES
+from freeflyer_control.control.capture_mission import CaptureOptions, options_problem
 from freeflyer_control.control.law import ControlLaw
 from freeflyer_control.control.law_guard import OVERRUN_LIMIT
 from freeflyer_control.control.loop import ControlLoop, TickInfo
@@ -131,10 +132,13 @@ class ControllerServer:
     obj: the object the robot holds: the cooperative law (runtime.object_control, floating or
         flying mode, flying with base_actuation ideal) replaces ``controller``, moving the object
         to :meth:`set_object_target` and squeezing it to ``internal_force`` (N).
-    capture_obj: a free object to capture (runtime.capture_control, floating or flying): the
-        approach law drives the first grasping end-effector onto its grasp frame, measured by
-        :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's capture service
-        would close the grasp; after :meth:`captured` the rest law stops the combined system.
+    capture_obj: a free object to capture (runtime.capture_control: floating, rotation-floating
+        or flying): the capture mission drives the first grasping end-effector onto its grasp
+        frame, measured by :meth:`on_object_odometry`; :attr:`capture_ready` says when the plant's
+        capture service would close the grasp being approached (the first, then the second);
+        after :meth:`captured` the mission stows the target, closes the second grasp and brings
+        the stack to rest. ``capture_options``: approach, bias, both_arms
+        (runtime.capture_control.CaptureControl).
     object_timeout: s; while approaching, object odometry older than this zeroes the command.
     """
 
@@ -144,8 +148,8 @@ class ControllerServer:
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
                  obj: ObjectConfig | None = None, internal_force: float = 0.0,
-                 capture_obj: ObjectConfig | None = None, overrun_limit: int | None = OVERRUN_LIMIT,
-                 object_timeout: float = DEFAULT_OBJECT_TIMEOUT):
+                 capture_obj: ObjectConfig | None = None, capture_options: dict | None = None,
+                 overrun_limit: int | None = OVERRUN_LIMIT, object_timeout: float = DEFAULT_OBJECT_TIMEOUT):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -174,7 +178,13 @@ class ControllerServer:
             refusal = _capturing_refuses(Mode.parse(mode), base_actuation)
             if refusal:
                 raise ValueError(f"mode '{Mode.parse(mode).value}' refused: {refusal}")
-            self.capture = CaptureControl(ff, capture_obj, mode)
+            options = capture_options or {}
+            problem = options_problem(ff, CaptureOptions(mode=Mode.parse(mode).value, base_actuation=base_actuation,
+                                                         **options))
+            if problem:
+                raise ValueError(problem)
+            self.capture = CaptureControl(ff, capture_obj, mode, base_actuation=base_actuation,
+                                          **(capture_options or {}))
         self.watchdog = Watchdog(watchdog_timeout or 1.5 * self.period, INPUTS)
         self.bounds = PlausibilityBounds.from_model(ff, max_base_speed=max_base_speed, max_base_rate=max_base_rate)
         self.object_watchdog = Watchdog(object_timeout, (OBJECT_INPUT,))
@@ -345,12 +355,13 @@ class ControllerServer:
                 and not self._object_guard and self.capture.ready(self.state))
 
     def captured(self) -> None:
-        """The plant closed the grasp: switch to the rest law over robot and object."""
+        """The plant closed the grasp being approached: the mission goes on to its next phase."""
         if self.capture is not None and self.state is not None:
             self.capture.captured(self.state)
 
     def capture_diagnostics(self) -> dict[str, str]:
-        """Capture phase (``approach``, ``captured``, ``at_rest``) and the current refusal, for /diagnostics."""
+        """Capture phase (``approach``, ``stow``, ``reach``, ``hold``, ``rest``, or ``at_rest``
+        once the stack is at rest) and, approaching a grasp, why it would be refused, for /diagnostics."""
         if self.capture is None:
             return {}
         c = self.capture
@@ -358,9 +369,10 @@ class ControllerServer:
             return {"capture_state": c.phase}
         phase = "at_rest" if c.at_rest(self.state) else c.phase
         out = {"capture_state": phase}
-        if c.phase == "approach":
-            guard = self._object_guard if c.object_pose is not None else ""  # else the law's own refusal says it
-            out["capture_refusal"] = guard or c.refusal(self.state) or ""
+        if c.phase in ("approach", "reach"):  # a grasp is being approached
+            guard = self._object_guard if c.phase == "approach" and c.object_pose is not None else ""
+            out["capture_refusal"] = guard or c.refusal(self.state) or ""  # (no pose: the law's refusal says it)
+        if c.phase == "approach":  # the only phase that acts on the object's odometry
             out["object_odometry"] = self._object_guard or "ok"
         return out
 
@@ -463,7 +475,7 @@ class ControllerServer:
         if self.objects is not None:
             return self._object_tick(now)
         if self.capture is not None:
-            return self._capture_tick(tc, now)
+            return self._capture_tick(now, tc)
         actuation, info = self.loop.tick(tc, self.state, self.period)
         if info.fault is not None:
             return self._fault(str(info.fault), now)
@@ -483,11 +495,11 @@ class ControllerServer:
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
 
-    def _capture_tick(self, tc: float, now: float) -> ControllerOutput:
+    def _capture_tick(self, now: float, tc: float) -> ControllerOutput:
         guard = self._object_inputs(tc)
         if guard:
             return self._zero(*guard, now)
-        actuation = self.capture.tick(self.state)
+        actuation = self.capture.tick(self.state, tc)
         if actuation is None:
             return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)

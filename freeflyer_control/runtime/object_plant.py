@@ -2,13 +2,16 @@
 
 Held (``free=False``): the robot starts at the pose that holds the object (physics.grasp_pose.check_object)
 and the closed-chain plant (physics.closed_chain.ClosedChainPlant) integrates robot and object
-with the loops held. Free (``free=True``): the object starts a few centimetres from the first
-grasping end-effector's grasp and tumbles on its own plant (sim.capture.START, the offset and
-twist of the batch capture run); a capture request (sim.capture.request_capture) either refuses
-with the reason or closes the grasp as a plastic impact (physics.capture.capture_impact) and the
-robot holding it is integrated by the closed-chain plant from then on.
+with the loops held. Free (``free=True``): the object starts where its config's
+``initial_state`` says (or, without one, a few centimetres from the first grasping
+end-effector's grasp: sim.capture.target_start, as the batch capture run) and tumbles on its own
+plant; a capture request either refuses with the reason or closes the grasp being approached:
+the first as a plastic impact (physics.capture.capture_impact), the robot holding the object by
+one hand from then on; the second, once the first is closed, as a loop closure
+(physics.capture.close_loop), the closed chain from then on.
 
-States: ``held`` (the loops of the object config), ``free`` (before a capture), ``captured``.
+States: ``held`` (the loops of the object config), ``free`` (before a capture), ``captured``
+(``grasps_closed`` says how many).
 """
 
 from __future__ import annotations
@@ -18,16 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from freeflyer_control.control.capture import CaptureTolerances
+from freeflyer_control.control.capture import CaptureTolerances, capture_refusal, relative_motion
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.grasp_pose import check_object
 from freeflyer_control.model.objects import ObjectConfig, attach_object, free_object_model
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
-from freeflyer_control.physics.capture import capture_impact
+from freeflyer_control.physics.capture import capture_impact, close_loop, held_frame_motion
 from freeflyer_control.physics.closed_chain import ClosedChainPlant
 from freeflyer_control.physics.plant import Plant
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
-from freeflyer_control.sim.capture import START, _object_pose_twist, request_capture
+from freeflyer_control.sim.capture import _object_pose_twist, free_state, request_capture, target_start
 
 
 @dataclass(frozen=True)
@@ -54,19 +57,10 @@ def held_initial_state(ff: FreeFlyerModel, obj: ObjectConfig, base_position_worl
 
 
 def free_object_start(ff: FreeFlyerModel, obj: ObjectConfig, robot_state: State) -> tuple[FreeFlyerModel, State]:
-    """The free object's model and state: where the robot at ``robot_state`` would hold it
-    (obj.pose_in_base), offset and tumbling as sim.capture.START says."""
-    shift, rpy, twist = START[ff.base]
-    X = pin.SE3(base_rotation(ff, robot_state.q), base_position(ff, robot_state.q)) * obj.pose_in_base
-    R = pin.rpy.rpyToMatrix(*rpy) @ X.rotation
-    p = X.translation + shift
+    """The free object's model and state: its ``initial_state`` relative to the robot at
+    ``robot_state``, or off its held pose (sim.capture.target_start)."""
     free = free_object_model(obj)
-    kw = dict(base_linear_velocity=twist[:3], base_angular_velocity=twist[3:])
-    if ff.base == "planar":
-        kw.update(base_position=[p[0], p[1], 0.0], base_yaw=float(np.arctan2(R[1, 0], R[0, 0])))
-    else:
-        kw.update(base_position=p, base_orientation_xyzw=pin.Quaternion(R).coeffs())
-    return free, make_state(free, **kw)
+    return free, free_state(free, target_start(ff, obj, robot_state))
 
 
 class ObjectPlant:
@@ -91,6 +85,9 @@ class ObjectPlant:
         self.last_refusal = ""
         self.capture_time: float | None = None
         self.impulse: np.ndarray | None = None
+        self.grasps_closed = 0 if free else len(obj.grasps)
+        second = obj.grasps[1].end_effector if len(obj.grasps) > 1 else None
+        self.second_ee = second if second in ff.end_effectors else None
 
     def step(self, actuation: Actuation) -> None:
         """One period: the robot under ``actuation``, and the free object on its own. Raises
@@ -100,8 +97,11 @@ class ObjectPlant:
             self.object_plant.step()
 
     def request_capture(self) -> tuple[bool, str]:
-        """(success, message): the refusal line of sim.capture.request_capture, or the grasp
-        closed (plastic impact, momentum conserved) and the impulse on the object."""
+        """(success, message): the refusal line, or the grasp being approached closed: the first
+        (plastic impact, momentum conserved; the impulse on the object), then the second (a loop
+        closure, momentum conserved)."""
+        if self.capture_state == "captured" and self.grasps_closed == 1 and self.second_ee is not None:
+            return self._close_second()
         if self.capture_state != "free":
             return False, (f"capture refused: '{self.obj.name}' is already {self.capture_state}; "
                            "reset the plant to let it float free again")
@@ -116,8 +116,30 @@ class ObjectPlant:
         self.plant = ClosedChainPlant(impact.held, impact.obj, impact.state, self.dt, t)
         self.held_obj, self.object_plant = impact.obj, None
         self.capture_state, self.capture_time, self.impulse, self.last_refusal = "captured", t, impact.impulse, ""
+        self.grasps_closed = 1
         return True, (f"captured '{self.obj.name}' with '{self.capture_ee}' at t = {t:.3f} s; impulse on the object "
                       f"{np.array2string(impact.impulse, precision=4)}")
+
+    def _close_second(self) -> tuple[bool, str]:
+        """The second hand's grasp on the captured object, within the tolerances."""
+        plant, ee = self.plant, self.second_ee
+        s = plant.state
+        model, data = plant.ff.model, plant.data
+        pin.forwardKinematics(model, data, s.q, s.v)
+        pin.updateFramePlacements(model, data)
+        fe = plant.ff.frame_id(ee)
+        grasp, grasp_twist = held_frame_motion(plant.ff, data, self.obj, self.obj.grasps[1].placement)
+        rel = relative_motion(data.oMf[fe], pin.getFrameVelocity(model, data, fe, pin.LOCAL_WORLD_ALIGNED).vector,
+                              grasp, grasp_twist)
+        refusal = capture_refusal(ee, self.obj.name, rel, self.tolerances)
+        if refusal is not None:
+            self.last_refusal = refusal
+            return False, refusal
+        closure = close_loop(self.ff, self.held_obj, ee, s)
+        self.plant = ClosedChainPlant(closure.held, closure.obj, closure.state, self.dt, plant.t)
+        self.held_obj, self.grasps_closed, self.last_refusal = closure.obj, 2, ""
+        return True, (f"closed the second grasp on '{self.obj.name}' with '{ee}' at t = {plant.t:.3f} s; impulse "
+                      f"{np.array2string(closure.impulse, precision=4)}")
 
     def reading(self, actuation: Actuation) -> ObjectReading:
         """The object now; grasp wrenches under ``actuation`` (the command being held)."""
@@ -144,6 +166,9 @@ class ObjectPlant:
             out["capture_refusal"] = self.last_refusal
         if self.capture_time is not None:
             out["capture_time"] = f"{self.capture_time:.3f}"
+        if self.capture_state == "captured":
+            out["grasps_closed"] = str(self.grasps_closed)
         if isinstance(self.plant, ClosedChainPlant):
             out["max_grasp_constraint_error_m"] = f"{self.plant.max_constraint_error:.3g}"
+            out["max_grasp_constraint_rotation_error_rad"] = f"{self.plant.max_constraint_rotation_error:.3g}"
         return out

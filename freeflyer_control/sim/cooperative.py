@@ -66,7 +66,7 @@ class ObjectSimConfig:
     maneuver: str = "object-transport"
     mode: str = "floating"
     rate: float = 500.0
-    internal_force: float = 5.0
+    internal_force: float = 3.5
     duration: float | None = None
     log_rate: float = 50.0
     base_actuation: str = "thrusters"
@@ -178,7 +178,8 @@ def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel, obj: ObjectConfig) 
     xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
     wrench = ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"]
     return {"t": ["t"], **object_pose_columns(), "object_reference": xyz, "object_rotation_error": ["rad"],
-            "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
+            "internal_force": ["N"], "internal_force_setpoint": ["N"], "internal_moment": ["N m"],
+            "grasp_constraint_error": ["m"], "grasp_constraint_rotation_error": ["rad"],
             **grasp_wrench_columns([g.end_effector for g in obj.grasps], ff.base == "planar"),
             **robot_pose_columns(held), "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
             "arm_torques": list(held.arm_joint_names), "arm_torques_commanded": list(held.arm_joint_names),
@@ -261,16 +262,17 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
             tick = controller.tick(plant.state, ref)
             if k % every == 0 or k == steps:
                 momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
-                squeeze, wrenches = _grasp_wrenches(plant, tick.actuation)
+                internal, wrenches = _grasp_wrenches(plant, tick.actuation)
                 applied, on_base = applied_or_nan(held, tick.actuation, plant.state.q, plant.state.v)
                 log.record({
                     "t": [t],
                     **object_pose_sample(tick.object_pose, tick.object_twist),
                     "object_reference": ref.pose.translation,
                     "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
-                    "internal_force": [squeeze],
+                    **internal,
                     "internal_force_setpoint": [config.internal_force],
-                    "grasp_constraint_error": [plant.constraint_error()],
+                    **dict(zip(("grasp_constraint_error", "grasp_constraint_rotation_error"),
+                               ([e] for e in plant.constraint_errors()))),
                     "grasp_wrenches": wrenches,
                     **robot_pose_sample(held, plant.state),
                     "base_position_change": [np.linalg.norm(base_position(held, plant.state.q) - base_position(held, state.q))],
@@ -315,15 +317,20 @@ def _padded(values: np.ndarray, n: int) -> np.ndarray:
     return values if values.size else np.zeros(n)
 
 
-def _grasp_wrenches(plant: ClosedChainPlant, actuation) -> tuple[float, np.ndarray]:
-    """The squeeze (N) the plant's grasp wrenches show under the applied (saturated) actuation,
-    and those wrenches (:meth:`ClosedChainPlant.grasp_wrenches`, flattened in grasp order)."""
+def _grasp_wrenches(plant: ClosedChainPlant, actuation) -> tuple[dict[str, list[float]], np.ndarray]:
+    """The squeeze (N, the force each hand presses with) and the largest internal moment at a
+    grasp (N m) that the plant's grasp wrenches show under the applied (saturated) actuation, and
+    those wrenches (:meth:`ClosedChainPlant.grasp_wrenches`, flattened in grasp order)."""
     from freeflyer_control.physics.actuators import generalized_forces
-    from freeflyer_control.physics.grasp import squeeze_direction
+    from freeflyer_control.physics.grasp import internal_moments, squeeze_direction, squeeze_of
 
     tau = generalized_forces(plant.ff, plant.state.q, actuation, plant.state.v)
     f_e = plant.grasp_wrenches(tau).ravel()
-    return float(squeeze_direction(plant.ee_positions(), plant.ff.base == "planar") @ f_e), f_e
+    planar = plant.ff.base == "planar"
+    pos = plant.ee_positions()
+    W = grasp_matrix(pos, plant.object_pose().translation, planar)
+    return {"internal_force": [squeeze_of(squeeze_direction(pos, planar), f_e)],
+            "internal_moment": [float(np.abs(internal_moments(W, f_e, planar)).max(initial=0.0))]}, f_e
 
 
 def _momenta(ff, held, obj, data_robot, data_held, state, object_twist, object_pose) -> dict[str, np.ndarray]:
@@ -359,11 +366,14 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
         "controller": "cooperative", "duration_s": duration, "rate_hz": config.rate,
         "internal_force_setpoint_N": config.internal_force,
         "max_grasp_constraint_error_m": float(max(plant.max_constraint_error, s["grasp_constraint_error"].max())),
+        "max_grasp_constraint_rotation_error_rad": float(max(plant.max_constraint_rotation_error,
+                                                             s["grasp_constraint_rotation_error"].max())),
         "object_rms_tracking_error_m": float(np.sqrt(np.mean(err ** 2))),
         "object_max_tracking_error_m": float(err.max()),
         "object_final_error_m": float(err[-1]),
         "object_max_rotation_error_rad": float(s["object_rotation_error"].max()),
         "internal_force_rms_error_N": float(np.sqrt(np.mean(f_err ** 2))),
+        "internal_moment_max_Nm": float(s["internal_moment"].max()),
         "max_abs_linear_momentum": float(np.linalg.norm(total[:, :3], axis=1).max()),
         "max_abs_angular_momentum": float(np.linalg.norm(total[:, 3:], axis=1).max()),
         "momentum_drift": float(np.abs(total - total[0]).max()),
@@ -432,20 +442,26 @@ def _capture_plots(result: ObjectSimResult, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     s, t = result.series, result.series["t"][:, 0]
-    title = f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}"
-    fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+    title = (f"{result.summary['robot']}: capture of {result.summary['object']}, {result.summary['mode']}, "
+             f"{result.summary.get('approach', 'naive')} approach")
+    fig, axes = plt.subplots(4, 1, figsize=(7, 10), sharex=True)
     axes[0].plot(t, s["ee_grasp_distance"][:, 0])
-    axes[0].set(ylabel="end-effector to grasp (m)", title=title)
-    h = s["momentum_world"]
-    n = h.shape[1] // 2 if h.shape[1] == 6 else 2
-    axes[1].plot(t, np.linalg.norm(h[:, :n], axis=1), label="|P| (kg m/s)")
-    axes[1].plot(t, np.linalg.norm(h[:, n:], axis=1), label="|L_O| (kg m^2/s)")
-    axes[1].set(ylabel="momentum, robot + object")
+    axes[0].set(ylabel="hand to grasp (m)", title=title)
+    phase = s["phase"][:, 0]
+    for k in np.flatnonzero(np.diff(phase)) + 1:  # phase changes (control.capture_mission.PHASES)
+        for ax in axes:
+            ax.axvline(t[k], color="0.7", lw=0.8)
+    axes[1].plot(t, s["base_attitude_change"][:, 0], label="base attitude change (rad)")
+    axes[1].plot(t, np.linalg.norm(s["base_angular_velocity"], axis=1), label="|base angular velocity| (rad/s)")
+    axes[1].set(yscale="log")
     axes[1].legend()
-    axes[2].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
-    axes[2].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
-    axes[2].set(xlabel="t (s)")
+    axes[2].plot(t, np.linalg.norm(s["wheel_momentum"], axis=1), label="|wheel momentum| (N m s)")
+    axes[2].plot(t, s["fuel"][:, 0], label="fuel (N s)")
     axes[2].legend()
+    axes[3].plot(t, s["grasp_force"][:, 0], label="peak grasp force so far (N)")
+    axes[3].plot(t, s["grasp_torque"][:, 0], label="peak grasp torque so far (N m)")
+    axes[3].set(xlabel="t (s)")
+    axes[3].legend()
     return [_save(fig, out / "capture.png", plt)]
 
 
