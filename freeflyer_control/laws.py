@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 
 from freeflyer_control.control.builtin import BUILTIN_LAWS
 from freeflyer_control.control.law import ControlLaw
+from freeflyer_control.inputs.values import shown
 
 ENTRY_POINT_GROUP = "freeflyer_control.controllers"
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -92,11 +93,11 @@ def load_law_class(spec: str) -> type[ControlLaw]:
         entry = available().get(spec)
         if entry is None:
             names = ", ".join(available())
-            raise ValueError(f"unknown controller '{spec}'; available: {names} (freeflyer controllers lists "
+            raise ValueError(f"unknown controller {shown(spec)}; available: {names} (freeflyer controllers lists "
                              "them), or give an import path module:Class")
         return load_law_class(entry.target)
     if not _IMPORT_PATH.match(spec):
-        raise ValueError(f"controller '{spec}' is not an import path; write module:Class, e.g. my_lab.laws:SlidingMode")
+        raise ValueError(f"controller {shown(spec)} is not an import path; write module:Class, e.g. my_lab.laws:SlidingMode")
     module_name, qualname = spec.split(":", 1)
     cwd = os.getcwd()
     if cwd not in sys.path:  # as `python -m` has it: a lab's module beside where the command runs
@@ -104,22 +105,22 @@ def load_law_class(spec: str) -> type[ControlLaw]:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise ValueError(f"controller '{spec}': module '{exc.name}' not found; install it or put its folder "
+        raise ValueError(f"controller {shown(spec)}: module '{exc.name}' not found; install it or put its folder "
                          "on PYTHONPATH") from None
     except Exception as exc:  # noqa: BLE001 - the user's module failed to import: say why in one line
-        raise ValueError(f"controller '{spec}': importing {module_name} raised {type(exc).__name__}: "
+        raise ValueError(f"controller {shown(spec)}: importing {module_name} raised {type(exc).__name__}: "
                          f"{' '.join(str(exc).split())}") from None
     obj: Any = module
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
-            raise ValueError(f"controller '{spec}': {module_name} has no '{qualname}'")
+            raise ValueError(f"controller {shown(spec)}: {module_name} has no '{qualname}'")
     if not (inspect.isclass(obj) and issubclass(obj, ControlLaw)):
-        raise ValueError(f"controller '{spec}' is not a control law: derive it from "
+        raise ValueError(f"controller {shown(spec)} is not a control law: derive it from "
                          "freeflyer_control.control.law.ControlLaw")
     if inspect.isabstract(obj):
         missing = ", ".join(sorted(obj.__abstractmethods__))
-        raise ValueError(f"controller '{spec}' does not implement {missing}")
+        raise ValueError(f"controller {shown(spec)} does not implement {missing}")
     return obj
 
 

@@ -132,18 +132,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 OPTIONS: dict[str, tuple[str, object]] = {}
 # What each kind of run reads (besides OUTPUT_OPTIONS); any other option given would be
 # silently ignored, so it is refused.
-OUTPUT_OPTIONS = {"out", "overwrite", "no_plots", "json"}
+OUTPUT_OPTIONS = {"out", "overwrite", "no_plots", "no_replay", "json"}
 ROBOT = {"robot", "base", "ee"}
 RUN_OPTIONS = {
     "replay": ({"campaign", "campaign_run"}, "--campaign (the spec sets everything about the run)"),
     "object": ({"robot", "object", "maneuver", "mode", "rate", "internal_force", "duration", "log_rate",
                 "base_actuation"}, "--object runs (the cooperative law on the closed-chain plant)"),
-    "capture": ({"robot", "object", "maneuver", "mode", "rate", "duration", "log_rate"},
+    "capture": ({"robot", "object", "maneuver", "mode", "rate", "duration", "log_rate", "approach", "bias_momentum",
+                 "one_arm", "base_actuation"},
                 "--maneuver capture (its own approach and rest laws)"),
-    "testbed": ({"robot", "mode", "controller", "maneuver", "duration", "mode_schedule", "log_rate", "q0",
+    "testbed": ({"robot", "mode", "controller", "controller_param", "overrun_limit", "maneuver", "duration", "mode_schedule", "log_rate", "q0",
                  "via_testbed", "fault", "estop_at", "reset_at"},
                 "--via-testbed runs (the testbed config sets the robot, the rate and the actuation)"),
-    "lockstep": (ROBOT | {"mode", "controller", "maneuver", "duration", "rate", "substeps", "mode_schedule",
+    "lockstep": (ROBOT | {"mode", "controller", "controller_param", "overrun_limit", "maneuver", "duration", "rate", "substeps", "mode_schedule",
                           "mass_error", "seed", "wall_mass", "base_actuation", "log_rate", "q0", "engine"},
                  "this run"),
 }

@@ -44,7 +44,7 @@ from freeflyer_control.resources import share_dir
 
 # Inertia checks: relative round-off allowed on symmetry and on the triangle inequality.
 _INERTIA_RTOL = 1e-9
-OBJECT_KEYS = ("name", "base", "mass", "inertia", "size", "pose_in_base", "grasps")
+OBJECT_KEYS = ("name", "base", "mass", "inertia", "size", "pose_in_base", "grasps", "initial_state")
 GRASP_KEYS = ("end_effector", "xyz", "rpy")
 # Physical ranges of an object a free-flyer holds or captures. A value outside is a unit slip
 # (g for kg, mm for m) or a typo, and would make the plant diverge with advice no rate can follow.
