@@ -40,7 +40,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from launch_support import require_ros
+from launch_support import require_ros, timing_claim
 
 SHARE = require_ros("launch/hil_sim.launch.py")
 
@@ -275,7 +275,9 @@ def test_bridge_becomes_active_and_its_estimates_follow_the_truth(probe, testbed
     ff = testbed.robot
     settle(probe)
     status = wait_status(probe, BRIDGE, lambda s: True, 2.0, "no bridge diagnostics")
-    assert status.level == DiagnosticStatus.OK and status.message == "active", describe(status)
+    # A stall of a node longer than the watchdogs (0.2 s here) trips the bridge, rightly.
+    with timing_claim("the bridge stays active (no stall of the graph over its 0.2 s watchdogs)"):
+        assert status.level == DiagnosticStatus.OK and status.message == "active", describe(status)
     probe.watch("joint_states", "base/odom", "testbed_emulator/truth")
     probe.wait_for(lambda: len(probe.messages("base/odom")) > 100 and len(probe.messages("joint_states")) > 100,
                    10.0, "too few /base/odom and /joint_states")
@@ -336,7 +338,8 @@ def test_hardware_topics_carry_commands_in_the_config_format(probe, testbed):
     recent = [t for t, _ in duties if t > t0]
     if len(recent) >= 11:
         spacing = (recent[-1] - recent[0]) / (len(recent) - 1)
-        assert abs(spacing - testbed.actuators.thrusters.pwm_period) < 0.02, spacing
+        with timing_claim("valve messages once per PWM period (mean spacing within 20 ms)"):
+            assert abs(spacing - testbed.actuators.thrusters.pwm_period) < 0.02, spacing
 
 
 @pytest.mark.launch(fixture=hil_graph)
@@ -348,7 +351,9 @@ def test_estop_zeroes_hardware_commands_and_reset_resumes(probe, testbed):
     the first all-zero effort and duty messages. The bridge latches the trip in the /estop
     callback and its next tick (at most one period later) sends the safe commands, duty cycles at
     once (a new reaction restarts the PWM period). Two periods (40 ms) leave one period for the
-    message's delivery and the bridge's scheduling on a busy 2-vCPU machine.
+    message's delivery and the bridge's scheduling on a busy 2-vCPU machine. The timing assumes
+    the machine's other jobs leave a CPU-bound process >= 70 % of a core
+    (launch_support.timing_claim): it skips, saying so, where they do not.
     """
     probe.watch("testbed/joint_efforts", "testbed/thrusters", "diagnostics")
     # Created early: a reliable publisher that has just matched its readers may still wait up to
@@ -372,8 +377,10 @@ def test_estop_zeroes_hardware_commands_and_reset_resumes(probe, testbed):
             if t > t_stop + 2 * PERIOD and nonzero(m)]
     print(f"E-STOP zero efforts {(first_zero - t_stop) * 1e3:.1f} ms, zero duty "
           f"{(first_zero_duty - t_stop) * 1e3:.1f} ms after /estop was published")
-    assert not late, f"non-zero commands more than two periods after the e-stop (ms, values): {late[:5]}"
-    assert first_zero - t_stop <= 2 * PERIOD and first_zero_duty - t_stop <= 2 * PERIOD
+    assert not [x for x in late if x[0] > 400.0], f"non-zero commands 0.4 s after the e-stop (ms, values): {late[:5]}"
+    with timing_claim(f"zero efforts and duty cycles within two periods ({2 * PERIOD * 1e3:.0f} ms) of the e-stop"):
+        assert not late, f"non-zero commands more than two periods after the e-stop (ms, values): {late[:5]}"
+        assert first_zero - t_stop <= 2 * PERIOD and first_zero_duty - t_stop <= 2 * PERIOD
     status = wait_status(probe, BRIDGE, lambda s: values(s)["status"] == "tripped", 5.0,
                          "bridge diagnostics do not report the trip")
     assert status.level == DiagnosticStatus.ERROR

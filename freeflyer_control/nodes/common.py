@@ -24,6 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from freeflyer_control.model import FreeFlyerModel, load_robot
+from freeflyer_control.nodes.loop import spin_with_loop
 from freeflyer_control.ros.conversions import MultiArrayFields, StateFields
 
 # States are streamed: a subscriber wants the newest sample, and a lost one is replaced 2 ms later.
@@ -49,9 +50,9 @@ def quiet_publisher(node: Node, kind, topic: str, qos):
     return node.create_publisher(kind, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
 
 
-def state_subscription(node: Node, kind, topic: str, callback):
+def state_subscription(node: Node, kind, topic: str, callback, callback_group=None):
     """A best-effort (STATE_SUB_QOS) subscription, without a QoS event handler."""
-    return node.create_subscription(kind, topic, callback, STATE_SUB_QOS,
+    return node.create_subscription(kind, topic, callback, STATE_SUB_QOS, callback_group=callback_group,
                                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
 
@@ -324,7 +325,9 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
     once they all exist, before the first callback; ``finish(nodes)`` after the last, before
     they are destroyed (if ``prepare`` was called); ``spin(executor)`` replaces
     ``executor.spin()`` (sim_loop_node drives its own periods); ``rank`` orders the nodes whose
-    callbacks are ready in one wake-up (:class:`OrderedExecutor`). A StartupError of any of them (already logged)
+    callbacks are ready in one wake-up (:class:`OrderedExecutor`). Without ``spin``, a process of
+    one node that has a ``period_loop`` (nodes.loop.PeriodLoop) runs it, the executor serving the
+    node's other callbacks in a thread of its own. A StartupError of any of them (already logged)
     destroys those already created and ends the process with exit code 1."""
     rclpy.init(args=args)
     nodes: list[Node] = []
@@ -339,7 +342,12 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
         prepared = True   # finish undoes what prepare did, even if it was interrupted
         if prepare is not None:
             prepare(nodes)
-        (spin or SingleThreadedExecutor.spin)(executor)
+        if spin is None:
+            loop = getattr(nodes[0], "period_loop", None) if len(nodes) == 1 else None
+            costs = [node.costs for node in nodes if hasattr(node, "costs")]
+            spin_with_loop(executor, loop, costs)
+        else:
+            spin(executor)
     except StartupError:
         failed = True
     except (KeyboardInterrupt, ExternalShutdownException):

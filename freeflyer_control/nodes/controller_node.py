@@ -32,6 +32,12 @@ and after a successful answer brings robot and object to rest; /diagnostics show
 ``capture_state`` (approach, captured, at_rest) and, approaching, why a grasp would be refused.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
+
+The tick timer and the subscriptions the tick reads (/joint_states, /base/odom, /estop) run on a
+wait set of their own (nodes.loop): each message is taken as it arrives (its arrival time is what
+the watchdog measures) and before a tick that falls due with it; rclpy's executor serves the rest
+in a thread of its own. /diagnostics says where a period goes (``period_us.*``,
+runtime.period_costs).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.hil.schedule import deliver_pending
+from freeflyer_control.nodes.loop import LoopGroup, PeriodLoop
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     LATCHED_QOS,
@@ -72,6 +79,7 @@ from freeflyer_control.physics.modes import Mode
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
 from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
 from freeflyer_control.runtime.lockstep import base_wrench6
+from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
 PARAMS = ROBOT_PARAMS + (
@@ -126,15 +134,19 @@ class ControllerNode(Node):
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
+        self.costs = PeriodCosts(("messages_in", "states_in", "tick", "command_msgs", "command_publish"))
+        self.reports_costs = True
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        group = None if lockstep else LoopGroup()   # the tick and what it reads (nodes.loop)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
         # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
-        estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS, callback_group=group)
         # What the tick's watchdog reads, taken before each tick (hil.schedule.deliver_pending).
-        self.tick_inputs = () if lockstep else queued_inputs(
-            state_subscription(self, JointState, "joint_states", self._on_joints),
-            state_subscription(self, Odometry, "base/odom", self._on_odom), estop)
+        inputs = () if lockstep else (
+            state_subscription(self, JointState, "joint_states", self._on_joints, group),
+            state_subscription(self, Odometry, "base/odom", self._on_odom, group), estop)
+        self.tick_inputs = queued_inputs(*inputs)
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
         self.capture_client = None
@@ -150,8 +162,10 @@ class ControllerNode(Node):
         self.create_service(Trigger, "~/estop", self._on_estop_service)
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
         self.add_on_set_parameters_callback(self._on_params)
+        self.period_loop: PeriodLoop | None = None   # what spin_node runs (nodes.loop); None in lockstep
         if not lockstep:
-            self.create_timer(1.0 / p["rate"], self._tick)
+            self.period_loop = PeriodLoop(self.create_timer(1.0 / p["rate"], self._tick, callback_group=group),
+                                          [(sub, sub.callback) for sub in inputs], group, self.costs)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.last = None
         self.logged_steps = self.logged_faults = 0   # server counters already logged
@@ -166,14 +180,18 @@ class ControllerNode(Node):
 
     # --- inputs -------------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
+        self.costs.begin()
         self.server.on_joint_state(msg.name, msg.position, msg.velocity, now_s(self))
+        self.costs.mark("states_in")
 
     def _on_odom(self, msg: Odometry) -> None:
+        self.costs.begin()
         try:
             reading = read_odometry(msg)
         except MessageError as exc:
             reading = exc
         self.server.on_base_odometry(reading, now_s(self))
+        self.costs.mark("states_in")
 
     def _on_object_odom(self, msg: Odometry) -> None:
         try:
@@ -292,19 +310,29 @@ class ControllerNode(Node):
     # --- the tick -----------------------------------------------------------------------------
     def _tick(self) -> None:
         deliver_pending(self.tick_inputs)   # the newest state, even if it arrived with this tick's timer
-        self.ticked(self.server.tick(now_s(self)))
+        costs = self.costs
+        costs.begin()
+        out = self.server.tick(now_s(self))
+        costs.mark("tick")
+        self.ticked(out)
+        costs.end_period()
 
     def ticked(self, out: ControllerOutput) -> None:
         """Publish a tick's commands (here or in sim_loop_node), log what changed, keep ``out``
-        for the diagnostics."""
+        for the diagnostics. Marks the costs' stages ``command_msgs`` and ``command_publish``."""
         act = out.actuation
-        self.pub_arm.publish(self.msg_arm.fill(act.arm_torques))
-        if act.wheel_torques.size:
-            self.pub_wheels.publish(self.msg_wheels.fill(act.wheel_torques))
-        if act.thruster_forces.size:
-            self.pub_thrust.publish(self.msg_thrust.fill(act.thruster_forces))
-        if self.ideal_base:
-            self.pub_wrench.publish(self._wrench(act.base_wrench_world))
+        arm = self.msg_arm.fill(act.arm_torques)
+        wheels = self.msg_wheels.fill(act.wheel_torques) if act.wheel_torques.size else None
+        thrust = self.msg_thrust.fill(act.thruster_forces) if act.thruster_forces.size else None
+        wrench = self._wrench(act.base_wrench_world) if self.ideal_base else None
+        self.costs.mark("command_msgs")
+        self.pub_arm.publish(arm)
+        if wheels is not None:
+            self.pub_wheels.publish(wheels)
+        if thrust is not None:
+            self.pub_thrust.publish(thrust)
+        if wrench is not None:
+            self.pub_wrench.publish(wrench)
         if self.capture_client is not None and self.server.capture_ready:
             self._request_capture()
         self._log_events()
@@ -320,6 +348,7 @@ class ControllerNode(Node):
             self.next_markers_tick = self.server.stats.ticks + self.markers_every
             self.pub_targets.publish(self._target_markers(out.info.tasks))
         self.last = out
+        self.costs.mark("command_publish")   # with the logging and the 10 Hz markers
 
     def _log_events(self) -> None:
         """Every clock step, and the first fault of a run of them, once and unthrottled: the
@@ -372,6 +401,8 @@ class ControllerNode(Node):
         if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
             values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
         values.update(s.capture_diagnostics())
+        if self.reports_costs:   # (in lockstep the plant reports the whole period)
+            values.update(diagnostic_values(self.costs.window()))
         level = "ok" if status == "ok" else ("warn" if status == "waiting" else "error")
         message = status if status == "ok" else f"{status}: {self.last.reason if self.last else ''}"
         self.pub_diag.publish(diagnostics(self, "freeflyer: controller", level, message, values))
