@@ -390,9 +390,10 @@ def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
                 if key != "periods":
                     acc[key] = acc.get(key, 0.0) + w * value
             acc["periods"] = acc.get("periods", 0.0) + w
+    cpu_text = ", ".join(f"{m} {v:.1f} us" for m, v in cpu_per_period.items())
     if not nodes:
         print("per-period cost: no period_us.* on /diagnostics (nodes of a checkout without "
-              "runtime/period_costs.py)")
+              f"runtime/period_costs.py); process CPU per state published (/proc): {cpu_text}")
         return
     names = sorted(nodes)   # controller_node, plant_node
     means = {n: {k: v / nodes[n]["periods"] for k, v in nodes[n].items() if k != "periods"} for n in names}
@@ -408,7 +409,7 @@ def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
     print(f"Per-period cost (the nodes' /diagnostics period_us.*, {int(sum(nodes[n]['periods'] for n in names))} "
           f"periods; CPU time):")
     _print_table(head, rows)
-    print("process CPU per state published (/proc): " + ", ".join(f"{m} {v:.1f} us" for m, v in cpu_per_period.items()))
+    print(f"process CPU per state published (/proc): {cpu_text}")
 
 
 def _print_table(head, rows):

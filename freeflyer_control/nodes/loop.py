@@ -32,6 +32,7 @@ from contextlib import ExitStack
 from typing import Callable, Sequence
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, ShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.signals import SignalHandlerGuardCondition
@@ -169,7 +170,10 @@ class PeriodLoop:
                     if callbacks is not None:
                         callbacks.check()
         finally:
-            sigint.destroy()
+            try:
+                sigint.destroy()
+            except InvalidHandle:   # the context is gone already (shut down by a signal)
+                pass
 
 
 def spin_with_loop(executor: SingleThreadedExecutor, loop: PeriodLoop | None,

@@ -221,12 +221,13 @@ class PlantNode(Node):
             measurement = self.server.measurement()
         if measurement is None:  # diverged: a frozen state must not look live
             return
-        js, odom, transform = self.state_msgs.fill(self.get_clock().now().to_msg(), measurement)
+        stamp_ns = self.get_clock().now().nanoseconds
+        js, odom = self.state_msgs.fill(stamp_ns, measurement)
         self.costs.mark("state_msgs")
         self.pub_js.publish(js)
         self.pub_odom.publish(odom)
         if tf:
-            self.tf.sendTransform(transform)
+            self.tf.sendTransform(self.state_msgs.transform(stamp_ns, measurement))
         self.costs.mark("state_publish")
 
     def _publish_object(self) -> None:
