@@ -53,9 +53,10 @@ def quiet_publisher(node: Node, kind, topic: str, qos):
     return node.create_publisher(kind, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
 
 
-def state_subscription(node: Node, kind, topic: str, callback, callback_group=None):
-    """A best-effort (STATE_SUB_QOS) subscription, without a QoS event handler."""
-    return node.create_subscription(kind, topic, callback, STATE_SUB_QOS, callback_group=callback_group,
+def state_subscription(node: Node, kind, topic: str, callback, callback_group=None, raw: bool = False):
+    """A best-effort (STATE_SUB_QOS) subscription, without a QoS event handler (``raw``: the
+    callback gets the serialized bytes, ros.serialized reads them)."""
+    return node.create_subscription(kind, topic, callback, STATE_SUB_QOS, callback_group=callback_group, raw=raw,
                                     event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
 
 

@@ -76,7 +76,8 @@ from freeflyer_control.nodes.common import (
 )
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
+from freeflyer_control.ros.conversions import MessageError, base_reading, finite_array, read_odometry
+from freeflyer_control.ros.serialized import JointStateBytes, odometry_fields
 from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
 from freeflyer_control.runtime.lockstep import base_wrench6
 from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
@@ -144,8 +145,9 @@ class ControllerNode(Node):
         estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS, callback_group=group)
         # What the tick's watchdog reads, taken before each tick (hil.schedule.deliver_pending).
         inputs = () if lockstep else (
-            state_subscription(self, JointState, "joint_states", self._on_joints, group),
-            state_subscription(self, Odometry, "base/odom", self._on_odom, group), estop)
+            state_subscription(self, JointState, "joint_states", self._on_joints, group, raw=True),
+            state_subscription(self, Odometry, "base/odom", self._on_odom, group, raw=True), estop)
+        self.joint_state_bytes = JointStateBytes()
         self.tick_inputs = queued_inputs(*inputs)
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
@@ -179,15 +181,22 @@ class ControllerNode(Node):
                                f"{p['rate']:g} Hz")
 
     # --- inputs -------------------------------------------------------------------------------
-    def _on_joints(self, msg: JointState) -> None:
-        self.costs.begin()
-        self.server.on_joint_state(msg.name, msg.position, msg.velocity, now_s(self))
-        self.costs.mark("states_in")
-
-    def _on_odom(self, msg: Odometry) -> None:
+    def _on_joints(self, data: bytes) -> None:
+        """/joint_states, serialized (read in place: ros.serialized)."""
         self.costs.begin()
         try:
-            reading = read_odometry(msg)
+            names, positions, velocities = self.joint_state_bytes.read(data)
+        except MessageError as exc:
+            self.server.record_error(exc)
+        else:
+            self.server.on_joint_state(names, positions, velocities, now_s(self))
+        self.costs.mark("states_in")
+
+    def _on_odom(self, data: bytes) -> None:
+        """/base/odom, serialized (read in place: ros.serialized)."""
+        self.costs.begin()
+        try:
+            reading = base_reading(*odometry_fields(data))
         except MessageError as exc:
             reading = exc
         self.server.on_base_odometry(reading, now_s(self))

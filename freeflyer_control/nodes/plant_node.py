@@ -68,6 +68,7 @@ from freeflyer_control.nodes.common import (
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.ros.conversions import BaseReading, MessageError, StateFields
+from freeflyer_control.ros.serialized import multiarray_data
 from freeflyer_control.runtime.object_plant import held_initial_state
 from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
@@ -148,14 +149,16 @@ class PlantNode(Node):
         self.period_loop: PeriodLoop | None = None   # what spin_node runs (nodes.loop); None in lockstep
         if not lockstep:
             group = LoopGroup()
-            inputs = [(self.create_subscription(kind, topic, callback, COMMAND_QOS, callback_group=group), callback)
+            # The vectors serialized (raw): read in place (ros.serialized.multiarray_data).
+            inputs = [(self.create_subscription(kind, topic, callback, COMMAND_QOS, callback_group=group,
+                                                raw=kind is Float64MultiArray), callback)
                       for kind, topic, callback in (
                           (Float64MultiArray, "joint_effort_commands",
-                           lambda m: self._command(self.server.set_arm_torques, m.data)),
+                           lambda m: self._command(self.server.set_arm_torques, m)),
                           (Float64MultiArray, "reaction_wheels/command",
-                           lambda m: self._command(self.server.set_wheel_torques, m.data)),
+                           lambda m: self._command(self.server.set_wheel_torques, m)),
                           (Float64MultiArray, "thrusters/command",
-                           lambda m: self._command(self.server.set_thruster_forces, m.data)),
+                           lambda m: self._command(self.server.set_thruster_forces, m)),
                           (WrenchStamped, "base/wrench_command", self._on_wrench))]
         self.create_service(Trigger, "~/reset", self._on_reset)
         # Without an object too: the answer then says how to start the plant with one.
@@ -176,9 +179,10 @@ class PlantNode(Node):
         self.get_logger().info(f"simulating {self.ff.name} ({self.ff.base} base) at {p['rate']:g} Hz")
 
     def _command(self, setter, data) -> None:
+        """A command vector: serialized bytes (the subscriptions), or the values."""
         self.costs.begin()
         try:
-            setter(data, now_s(self))
+            setter(multiarray_data(data) if isinstance(data, bytes) else data, now_s(self))
         except MessageError as exc:
             self.errors += 1
             self.get_logger().warning(f"command refused: {exc}", throttle_duration_sec=1.0)
