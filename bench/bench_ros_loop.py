@@ -344,15 +344,19 @@ def _one_run(args, env, probe, executor, rate, loop, source=REPO, label=""):
           f"({100 * no_new / max(len(counts), 1):.2f} %); on publish times {no_new_pub} "
           f"({100 * no_new_pub / max(len(counts), 1):.2f} %)")
     print(f"CPU over the window, % of one core: {cpu_text}")
-    cpu_per_period = {module: (b - a) * 1e6 / max(len(stamps), 1) for (module, _), a, b in zip(LOOPS[loop], cpu0[0], cpu1[0])
-                      if a is not None and b is not None}
+    # Per period each process ran: the plant's states, the controller's commands (lockstep: one
+    # period publishes both).
+    periods = {"plant_node": len(stamps), "controller_node": len(cmd)}
+    cpu_per_period = {module: (b - a) * 1e6 / max(periods.get(module, len(stamps)), 1)
+                      for (module, _), a, b in zip(LOOPS[loop], cpu0[0], cpu1[0]) if a is not None and b is not None}
     _print_costs(probe.costs, t_measure, t_end_ns, period, cpu_per_period, loop)
     p50, p99 = (f"{np.percentile(loop_lat, q) * 1e3:.2f}" if len(loop_lat) else "-" for q in (50, 99))
     p99_pub = f"{np.percentile(loop_pub, 99) * 1e3:.2f}" if len(loop_pub) else "-"
     n = max(len(counts), 1)
     return (name, f"{rate:g}", f"{load_before[0]:.2f}", f"{100 * missed_plant / expected:.2f}",
             f"{100 * missed_ctrl / expected:.2f}", f"{100 * no_new / n:.2f} / {100 * no_new_pub / n:.2f}",
-            p50, p99, p99_pub, cpu_text)
+            p50, p99, p99_pub, cpu_text,
+            " + ".join(f"{v:.0f}" for v in cpu_per_period.values()))
 
 
 COST_PREFIX = "period_us."
@@ -393,7 +397,7 @@ def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
     cpu_text = ", ".join(f"{m} {v:.1f} us" for m, v in cpu_per_period.items())
     if not nodes:
         print("per-period cost: no period_us.* on /diagnostics (nodes of a checkout without "
-              f"runtime/period_costs.py); process CPU per state published (/proc): {cpu_text}")
+              f"runtime/period_costs.py); process CPU per period it ran (/proc): {cpu_text}")
         return
     names = sorted(nodes)   # controller_node, plant_node
     means = {n: {k: v / nodes[n]["periods"] for k, v in nodes[n].items() if k != "periods"} for n in names}
@@ -409,7 +413,7 @@ def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
     print(f"Per-period cost (the nodes' /diagnostics period_us.*, {int(sum(nodes[n]['periods'] for n in names))} "
           f"periods; CPU time):")
     _print_table(head, rows)
-    print(f"process CPU per state published (/proc): {cpu_text}")
+    print(f"process CPU per period it ran (/proc; plant: per state, controller: per command): {cpu_text}")
 
 
 def _print_table(head, rows):
@@ -426,7 +430,8 @@ def _print_summary(summary):
     print("(no new command: at the probe / on publish times; latency: state publish -> the answer the "
           "probe received, p99 also on publish times)")
     _print_table(("loop", "Hz", "load", "plant missed %", "controller missed %", "no new command %",
-                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core"), summary)
+                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core", "CPU us / period"),
+                 summary)
 
 
 def main(argv=None) -> int:
