@@ -169,15 +169,9 @@ def test_estop_zeroes_the_commands_until_reset_in_lockstep(probe):
     t_stop = time.time()
     estop.publish(Bool(data=True))
     time.sleep(0.5)
-    for topic in ("joint_effort_commands", "thrusters/command"):
-        late = [m for t, m in probe.published(topic) if t > t_stop + 0.4]
-        assert late and not any(nonzero(m) for m in late), f"/{topic} not zero under e-stop"
     # 50 ms for the e-stop to reach the hosted controller: sim_loop_node serves it as it arrives,
     # between two periods (10 ms at 100 Hz), plus delivery on a busy machine.
-    with timing_claim("every command zero from 50 ms after the e-stop was published"):
-        for topic in ("joint_effort_commands", "thrusters/command"):
-            late = [m for t, m in probe.published(topic) if t > t_stop + 0.05]
-            assert late and not any(nonzero(m) for m in late), f"/{topic} not zero 50 ms after the e-stop"
+    probe.assert_zero_after(t_stop)
     status = probe.wait_for(lambda: probe.diagnostic_status("freeflyer: controller", time.monotonic() - 0.1), 5.0,
                             "no controller diagnostics")
     assert status.message.startswith("estop") and status.level == DiagnosticStatus.ERROR, status.message

@@ -15,7 +15,6 @@ pytest.importorskip("rclpy", reason="rclpy not available: these tests need a sou
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # as launch_support.require_ros
 
 import rclpy  # noqa: E402
-from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -73,11 +72,8 @@ class LoopNode(Node):
 
 
 @pytest.fixture
-def context():
-    ctx = Context()
-    rclpy.init(args=[], context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+def context(rclpy_context):
+    return rclpy_context
 
 
 def _spin_in_thread(node, context):
