@@ -420,6 +420,10 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
 
     Runs hil_sim.launch.py again in the namespace /fault after stopping the main graph (two
     graphs at once would not fit this VM): its dropout window is then timed from a known start.
+    That the graph settles before the dropout, and that the dropout is the bridge's first trip
+    (no stall of a node over the 0.2 s watchdogs before it), assume the machine's other jobs
+    leave a CPU-bound process >= 70 % of a core (launch_support.timing_claim): those parts skip,
+    saying so, where they do not; the zero efforts and the resets are checked whatever the load.
     """
     for executable in ("testbed_graph", "testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
         launch_service.emit_event(SignalProcess(signal_number=signal.SIGINT,
@@ -436,14 +440,13 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     t_active = time.monotonic()
     emulator = wait_status(probe, "freeflyer: testbed emulator", lambda s: True, 2.0, "no emulator diagnostics",
                            topic="fault/diagnostics")
-    assert float(values(emulator)["emulated_time"]) < DROPOUT_START - 1.0, (
-        f"the /fault graph took {values(emulator)['emulated_time']} s to settle: the dropout at {DROPOUT_START} s "
-        "came too early for this machine")
+    with timing_claim(f"the /fault graph settles within {DROPOUT_START - 1.0:g} s of emulated time"):
+        assert float(values(emulator)["emulated_time"]) < DROPOUT_START - 1.0, (
+            f"the /fault graph took {values(emulator)['emulated_time']} s to settle: the dropout at "
+            f"{DROPOUT_START} s came too early for this machine")
     status = wait_status(probe, BRIDGE, lambda s: values(s)["status"] == "tripped", DROPOUT_START + 10.0,
                          "the capture dropout did not trip the /fault bridge", topic="fault/diagnostics")
     print(f"DROPOUT /fault bridge active {t_active - t_launch:.1f} s after the launch; tripped: {status.message}")
-    assert values(status)["trip_kind"] == "capture_stale", describe(status)
-    assert "capture" in status.message
     t_trip = time.time()
     time.sleep(0.2)
     efforts = [m for t, m in probe.published("fault/testbed/joint_efforts") if t > t_trip]
@@ -460,6 +463,9 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
                 "the /fault bridge not active after its reset", topic="fault/diagnostics", after=t_reset)
     wait_status(probe, CONTROLLER, lambda s: s.message == "ok", 5.0, "the /fault controller did not resume",
                 topic="fault/diagnostics", after=t_reset)
+    with timing_claim("the capture dropout is the bridge's first trip (no stall over the 0.2 s watchdogs before it)"):
+        assert values(status)["trip_kind"] == "capture_stale", describe(status)
+        assert "capture" in status.message
 
 
 def test_a_composed_argument_that_is_not_a_boolean_is_refused_before_anything_starts():
