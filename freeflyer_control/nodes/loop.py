@@ -4,7 +4,8 @@ executor; everything else served by the executor in a thread of its own.
 rclpy's executor (Jazzy, rclpy 7.1) rebuilds its wait set in Python at every wake-up: every
 subscription, timer, service, client, guard condition and QoS event handler of its nodes is
 filtered, entered, counted and added again, and each ready entity becomes a Task. For
-controller_node that is ~150 us per wake-up (bench/bench_ros_loop.py's machine), and the
+controller_node that is 300-470 us of CPU per wake-up on the 2-core development VM under load
+(bench/bench_ros_wakeup.py; ~150 us with warm caches), and the
 distributed graph wakes each node two to four times per period (its timer, then each state or
 command message). rclpy's C++ ``EventsExecutor`` (``rclpy.experimental``, backported to Jazzy in
 rclpy 7.1.4) does not rebuild anything, but this ROS build (rclpy 7.1.3) has none.
@@ -12,7 +13,7 @@ rclpy 7.1.4) does not rebuild anything, but this ROS build (rclpy 7.1.3) has non
 So a node's hot path waits on a small wait set of its own (:class:`PeriodLoop`): the period's
 timer (on the node's clock, so ``use_sim_time`` still drives it) and the subscriptions the period
 reads (states, commands, the e-stop), built once and refilled with a handful of C calls; a
-wake-up costs ~10 us. Their callbacks are those the executor would call: messages are taken in
+wake-up costs 60-100 us there, the message's take and callback included. Their callbacks are those the executor would call: messages are taken in
 arrival order, as they come (so arrival times, which the watchdogs measure, are unchanged), and
 before the period, whose timer is served last in a wake-up that finds both. Everything else
 (parameters, services, references, diagnostics, clients) stays with rclpy's executor, in a thread
