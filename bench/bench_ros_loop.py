@@ -30,15 +30,28 @@ clock the plant stamps its messages with):
   what never came); late periods: gaps longer than 1.5 periods; and plant periods in which no
   new command arrived (the plant then holds the previous command);
 * CPU of each node process over the measured window (user + system time, /proc), in % of one
-  core.
+  core;
+* where a period goes: the per-period cost breakdown the nodes publish on /diagnostics
+  (``period_us.*``, freeflyer_control.runtime.period_costs), averaged over the diagnostics
+  windows of the measured window: message conversion in (commands into the plant, states into
+  the controller, or the lockstep hand-over), the plant step, the measurement, the controller
+  tick, message conversion out (state and command messages) and their publication, each the
+  mean CPU time per period (load distorts it far less than wall time); then the CPU per period of the loop thread outside those stages (the waits,
+  wake-ups and timers of the loop), of the thread that serves the executor's other callbacks
+  (parameters, services, references, diagnostics), and of the middleware's threads (DDS).
 
 After the runs a summary table puts the ways and rates side by side, with the load average
 before each run (the 2 cores are shared: compare rows of one invocation, not across runs).
+
+``--compare DIR`` runs the nodes of another checkout (e.g. a ``git worktree`` of main) beside
+this one's, interleaved: at each rate and way, DIR's nodes then this checkout's (the label says
+which), so that before and after see the same load.
 
 Usage (from the repository root, in a shell where ROS 2 is sourced):
 
     python bench/bench_ros_loop.py [--rate 500 [1000 ...]] [--loops distributed[,lockstep,composed]]
                                    [--robot planar_4link] [--duration 10] [--warmup 2] [--no-task]
+                                   [--compare DIR]
 
     # issue 13's comparison (about 2.5 minutes):
     python bench/bench_ros_loop.py --rate 1000 500 --loops distributed,lockstep,composed --duration 8
@@ -83,9 +96,13 @@ LOOPS = {  # way of running the loop -> the processes (module, extra arguments)
 }
 
 
-def _start_nodes(args, env, rate, loop):
-    """plant_node and controller_node of this checkout, as child processes, the ``loop`` way."""
-    param_file = REPO / "config" / f"{args.robot}.yaml"
+def _start_nodes(args, env, rate, loop, source=REPO):
+    """plant_node and controller_node of the checkout ``source``, as child processes, the
+    ``loop`` way."""
+    env = dict(env)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != REPO]
+    env["PYTHONPATH"] = os.pathsep.join([str(source)] + paths)
+    param_file = source / "config" / f"{args.robot}.yaml"
     files = [str(param_file)] if param_file.is_file() else []
     # The overrides go under the node keys of config/<robot>.yaml (`-p rate:=...` would go
     # under /**, which rcl applies before the file's /**/<node> sections: the file would win).
@@ -98,7 +115,8 @@ def _start_nodes(args, env, rate, loop):
     procs = []
     for module, extra in LOOPS[loop]:
         cmd = [sys.executable, "-m", f"freeflyer_control.nodes.{module}"] + extra + ros_args
-        procs.append(subprocess.Popen(cmd, env=env, start_new_session=True,
+        # cwd: `python -m` puts the working directory first on sys.path.
+        procs.append(subprocess.Popen(cmd, env=env, start_new_session=True, cwd=str(source),
                                       stdout=subprocess.DEVNULL if not args.verbose else None,
                                       stderr=subprocess.DEVNULL if not args.verbose else None))
     return procs
@@ -130,25 +148,27 @@ def run(args) -> int:
     from freeflyer_control.model import load_robot
 
     env = dict(os.environ)
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + paths)
     env.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))  # keep the run to itself
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
 
     ff = load_robot(args.robot)
     rclpy.init()
+    from diagnostic_msgs.msg import DiagnosticArray
+
     probe = Probe(Node("bench_ros_loop_probe"), ff, JointState, Float64MultiArray, PoseStamped,
-                  QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+                  QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE), DiagnosticArray)
     executor = SingleThreadedExecutor()
     executor.add_node(probe.node)
     summary = []
     try:
+        sources = [("before", Path(args.compare).resolve()), ("after", REPO)] if args.compare else [("", REPO)]
         for rate in args.rate:
             for loop in args.loops:
-                row = _one_run(args, env, probe, executor, rate, loop)
-                if row is None:
-                    return 1
-                summary.append(row)
+                for label, source in sources:
+                    row = _one_run(args, env, probe, executor, rate, loop, source, label)
+                    if row is None:
+                        return 1
+                    summary.append(row)
     finally:
         executor.shutdown()
         probe.node.destroy_node()
@@ -162,16 +182,26 @@ class Probe:
     """The probe node: records /joint_states stamps and receive times, /joint_effort_commands
     receive and publish times, and publishes the end-effector target."""
 
-    def __init__(self, node, ff, JointState, Float64MultiArray, PoseStamped, qos):
+    def __init__(self, node, ff, JointState, Float64MultiArray, PoseStamped, qos, DiagnosticArray):
         self.node, self.ff, self.PoseStamped = node, ff, PoseStamped
         self.clear()
         node.create_subscription(JointState, "joint_states", self._on_state, qos)
         node.create_subscription(Float64MultiArray, "joint_effort_commands", self._on_command, qos)
+        node.create_subscription(DiagnosticArray, "diagnostics", self._on_diagnostics, 100)
         self.target_pub = node.create_publisher(PoseStamped, f"ee_target/{ff.end_effectors[0]}", 10)
 
     def clear(self):
         self.js_log, self.cmd_log = [], []   # (stamp_ns, recv_ns) and (recv_ns, source_ns)
+        self.costs = []                      # (recv_ns, node name, {name: us per period})
         self.moving = False                  # a non-zero command was received
+
+    def _on_diagnostics(self, m):
+        t = time.time_ns()
+        for status in m.status:
+            values = {kv.key[len(COST_PREFIX):]: float(kv.value) for kv in status.values
+                      if kv.key.startswith(COST_PREFIX)}
+            if values:
+                self.costs.append((t, status.hardware_id, values))
 
     def _on_state(self, m):
         self.js_log.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, time.time_ns()))
@@ -200,24 +230,26 @@ class Probe:
         return msg
 
 
-def _one_run(args, env, probe, executor, rate, loop):
-    """One way of running the loop at one rate: start, measure, stop; print its table and
-    return its summary row (None on failure, said on stderr)."""
+def _one_run(args, env, probe, executor, rate, loop, source=REPO, label=""):
+    """One way of running the loop at one rate, with the nodes of the checkout ``source``:
+    start, measure, stop; print its tables and return its summary row (None on failure, said
+    on stderr)."""
     import numpy as np
 
     period = 1.0 / rate
     load_before = os.getloadavg()   # the nodes compete with whatever else runs
     probe.clear()
-    procs = _start_nodes(args, env, rate, loop)
+    procs = _start_nodes(args, env, rate, loop, source)
+    name = f"{loop} ({label})" if label else loop
     try:
         deadline = time.monotonic() + 60.0
         while (not probe.js_log or not probe.cmd_log) and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
             if any(p.poll() is not None for p in procs):
-                print(f"{loop}: a node exited early; rerun with --verbose", file=sys.stderr)
+                print(f"{name}: a node exited early; rerun with --verbose", file=sys.stderr)
                 return None
         if not probe.js_log or not probe.cmd_log:
-            print(f"{loop}: no /joint_states or /joint_effort_commands within 60 s", file=sys.stderr)
+            print(f"{name}: no /joint_states or /joint_effort_commands within 60 s", file=sys.stderr)
             return None
         if args.task:
             msg = probe.target()
@@ -231,7 +263,7 @@ def _one_run(args, env, probe, executor, rate, loop):
                 while not probe.moving and time.monotonic() < t_next:
                     executor.spin_once(timeout_sec=0.05)
             if not probe.moving:
-                print(f"{loop}: the controller did not take the end-effector target", file=sys.stderr)
+                print(f"{name}: the controller did not take the end-effector target", file=sys.stderr)
                 return None
         t_end = time.monotonic() + args.warmup + args.duration
         t_measure = time.time_ns() + int(args.warmup * 1e9)
@@ -241,6 +273,11 @@ def _one_run(args, env, probe, executor, rate, loop):
             if cpu0 is None and time.time_ns() >= t_measure:
                 cpu0 = ([process_cpu_seconds(p.pid) for p in procs], time.monotonic())
         cpu1 = ([process_cpu_seconds(p.pid) for p in procs], time.monotonic())
+        t_end_ns = time.time_ns()
+        # The diagnostics window that ends just after the measured one (2 Hz: within 0.5 s).
+        t_more = time.monotonic() + 0.6
+        while time.monotonic() < t_more:
+            executor.spin_once(timeout_sec=0.05)
     finally:
         _stop(procs)
     js_log, cmd_log = probe.js_log, probe.cmd_log
@@ -252,7 +289,7 @@ def _one_run(args, env, probe, executor, rate, loop):
     cmd_pub = np.array([src for r, src in cmd_log if r >= t_measure], dtype=np.int64)
     cmd = np.array([r for r, _ in cmd_log if r >= t_measure], dtype=np.int64)
     if len(js) < 10 or len(cmd) < 10:
-        print(f"{loop}: too few messages in the measurement window", file=sys.stderr)
+        print(f"{name}: too few messages in the measurement window", file=sys.stderr)
         return None
     stamps, recv = js[:, 0], js[:, 1]
     delivery = (recv - stamps) * 1e-9
@@ -291,7 +328,7 @@ def _one_run(args, env, probe, executor, rate, loop):
             ("  same, on publish times (lower bound)", *_percentiles(loop_pub)),
             ("state interval", *_percentiles(js_dt)),
             ("command interval", *_percentiles(cmd_dt))]
-    print(f"\nROS loop ({loop}): {args.robot}, plant and controller at {rate:g} Hz (period "
+    print(f"\nROS loop ({name}): {args.robot}, plant and controller at {rate:g} Hz (period "
           f"{period * 1e3:.3f} ms), {args.duration:g} s after {args.warmup:g} s warm-up, "
           f"{'end-effector target (task-space control)' if args.task else 'pose hold'}")
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs "
@@ -307,12 +344,76 @@ def _one_run(args, env, probe, executor, rate, loop):
           f"({100 * no_new / max(len(counts), 1):.2f} %); on publish times {no_new_pub} "
           f"({100 * no_new_pub / max(len(counts), 1):.2f} %)")
     print(f"CPU over the window, % of one core: {cpu_text}")
+    # Per period each process ran: the plant's states, the controller's commands (lockstep: one
+    # period publishes both).
+    periods = {"plant_node": len(stamps), "controller_node": len(cmd)}
+    cpu_per_period = {module: (b - a) * 1e6 / max(periods.get(module, len(stamps)), 1)
+                      for (module, _), a, b in zip(LOOPS[loop], cpu0[0], cpu1[0]) if a is not None and b is not None}
+    _print_costs(probe.costs, t_measure, t_end_ns, period, cpu_per_period, loop)
     p50, p99 = (f"{np.percentile(loop_lat, q) * 1e3:.2f}" if len(loop_lat) else "-" for q in (50, 99))
     p99_pub = f"{np.percentile(loop_pub, 99) * 1e3:.2f}" if len(loop_pub) else "-"
     n = max(len(counts), 1)
-    return (loop, f"{rate:g}", f"{load_before[0]:.2f}", f"{100 * missed_plant / expected:.2f}",
+    return (name, f"{rate:g}", f"{load_before[0]:.2f}", f"{100 * missed_plant / expected:.2f}",
             f"{100 * missed_ctrl / expected:.2f}", f"{100 * no_new / n:.2f} / {100 * no_new_pub / n:.2f}",
-            p50, p99, p99_pub, cpu_text)
+            p50, p99, p99_pub, cpu_text,
+            " + ".join(f"{v:.0f}" for v in cpu_per_period.values()))
+
+
+COST_PREFIX = "period_us."
+# The breakdown's rows: (key of runtime.period_costs, what it is), in period order.
+COST_ROWS = (
+    ("messages_in", "conversion in: messages taken (deserialized) by the loop"),
+    ("commands_in", "conversion in: commands into the plant"),
+    ("states_in", "conversion in: states into the controller"),
+    ("handover", "conversion in: the measurement handed to the controller"),
+    ("step", "plant step"),
+    ("measurement", "plant measurement (state fields)"),
+    ("state_msgs", "conversion out: state messages"),
+    ("state_publish", "publication: /joint_states, /base/odom (TF at tf_rate)"),
+    ("tick", "controller tick"),
+    ("command_msgs", "conversion out: command messages"),
+    ("command_publish", "publication: commands"),
+    ("loop_overhead", "loop thread outside the stages: waits, wake-ups, timers"),
+    ("callback_thread_cpu", "executor thread: parameters, services, references, diagnostics"),
+    ("middleware_threads_cpu", "middleware threads (DDS)"),
+)
+STAGE_KEYS = ("messages_in", "commands_in", "states_in", "handover", "step", "measurement", "state_msgs", "state_publish",
+              "tick", "command_msgs", "command_publish")
+CPU_KEYS = ("loop_overhead", "callback_thread_cpu", "middleware_threads_cpu")
+
+
+def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
+    """The per-period cost breakdown: the nodes' diagnostics windows that end inside the measured
+    window (and the one just after it), weighted by their periods."""
+    nodes = {}
+    for t, node, values in costs:
+        if t0_ns + 0.5e9 <= t <= t1_ns + 0.6e9 and values.get("periods", 0) > 0:
+            acc = nodes.setdefault(node, {})
+            w = values["periods"]
+            for key, value in values.items():
+                if key != "periods":
+                    acc[key] = acc.get(key, 0.0) + w * value
+            acc["periods"] = acc.get("periods", 0.0) + w
+    cpu_text = ", ".join(f"{m} {v:.1f} us" for m, v in cpu_per_period.items())
+    if not nodes:
+        print("per-period cost: no period_us.* on /diagnostics (nodes of a checkout without "
+              f"runtime/period_costs.py); process CPU per period it ran (/proc): {cpu_text}")
+        return
+    names = sorted(nodes)   # controller_node, plant_node
+    means = {n: {k: v / nodes[n]["periods"] for k, v in nodes[n].items() if k != "periods"} for n in names}
+    head = ("per period, us (% of the period)",) + tuple("sim_loop_node" if loop == "lockstep" else n for n in names)
+    rows = []
+    for key, text in COST_ROWS:
+        if any(key in means[n] for n in names):
+            rows.append((text,) + tuple(f"{means[n][key]:.1f} ({100e-6 * means[n][key] / period:.1f} %)"
+                                        if key in means[n] else "-" for n in names))
+    total = tuple(sum(means[n].get(k, 0.0) for k in STAGE_KEYS + CPU_KEYS) for n in names)
+    rows.append(("sum: the process's CPU per period",) + tuple(
+        f"{t:.1f} ({100e-6 * t / period:.1f} %)" for t in total))
+    print(f"Per-period cost (the nodes' /diagnostics period_us.*, {int(sum(nodes[n]['periods'] for n in names))} "
+          f"periods; CPU time):")
+    _print_table(head, rows)
+    print(f"process CPU per period it ran (/proc; plant: per state, controller: per command): {cpu_text}")
 
 
 def _print_table(head, rows):
@@ -329,7 +430,8 @@ def _print_summary(summary):
     print("(no new command: at the probe / on publish times; latency: state publish -> the answer the "
           "probe received, p99 also on publish times)")
     _print_table(("loop", "Hz", "load", "plant missed %", "controller missed %", "no new command %",
-                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core"), summary)
+                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core", "CPU us / period"),
+                 summary)
 
 
 def main(argv=None) -> int:
@@ -344,6 +446,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-task", dest="task", action="store_false",
                         help="no end-effector target: the controller only holds the pose")
     parser.add_argument("--verbose", action="store_true", help="show the nodes' output")
+    parser.add_argument("--compare", metavar="DIR", default=None,
+                        help="another checkout (e.g. a git worktree of main) whose nodes run before this "
+                             "one's at each rate and way, interleaved (labels 'before' and 'after')")
     args = parser.parse_args(argv)
     args.loops = [x.strip() for x in args.loops.split(",") if x.strip()]
     unknown = [x for x in args.loops if x not in LOOPS]

@@ -88,6 +88,18 @@ def compiled_kernels_ready():
 
 
 @pytest.fixture
+def rclpy_context():
+    """A fresh rclpy context for one test (skips without rclpy), shut down after it."""
+    rclpy = pytest.importorskip("rclpy", reason="rclpy not available: needs a sourced ROS 2 (Jazzy) install")
+    from rclpy.context import Context
+
+    ctx = Context()
+    rclpy.init(args=[], context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
 def package_log() -> PackageLog:
     """Records of the package's loggers, independent of what else configured logging."""
     return PackageLog()

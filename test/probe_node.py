@@ -12,6 +12,7 @@ from collections import deque
 
 import pytest
 import rclpy
+from launch_support import timing_claim
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -63,6 +64,20 @@ class RecordingProbe(Node):
         """(publish time s on the system clock, message), from the DDS source timestamps."""
         with self.lock:
             return [(src * 1e-9, m) for _, m, src in self.log.get(topic, ())]
+
+    def assert_zero_after(self, t_stop: float, topics=("joint_effort_commands", "thrusters/command"),
+                          within: float = 0.05, settled: float = 0.4) -> None:
+        """Every message of ``topics`` published more than ``settled`` s after ``t_stop`` (system
+        clock s, a publish time) is all zeros, whatever the load; and, a latency claim
+        (launch_support.timing_claim), every one published more than ``within`` s after it."""
+        def zero_after(delay: float, what: str) -> None:
+            for topic in topics:
+                late = [m for t, m in self.published(topic) if t > t_stop + delay]
+                assert late and not any(any(x != 0.0 for x in m.data) for m in late), f"/{topic} not zero {what}"
+
+        zero_after(settled, "under the e-stop")
+        with timing_claim(f"every command zero from {within * 1e3:.0f} ms after the e-stop was published"):
+            zero_after(within, f"{within * 1e3:.0f} ms after the e-stop")
 
     def diagnostic_status(self, name: str, after: float = 0.0, topic: str = "diagnostics"):
         """The newest DiagnosticStatus called ``name`` received on ``topic`` (a watched

@@ -40,7 +40,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from launch_support import require_ros
+from launch_support import require_ros, timing_claim
 
 SHARE = require_ros("launch/hil_sim.launch.py")
 
@@ -275,7 +275,9 @@ def test_bridge_becomes_active_and_its_estimates_follow_the_truth(probe, testbed
     ff = testbed.robot
     settle(probe)
     status = wait_status(probe, BRIDGE, lambda s: True, 2.0, "no bridge diagnostics")
-    assert status.level == DiagnosticStatus.OK and status.message == "active", describe(status)
+    # A stall of a node longer than the watchdogs (0.2 s here) trips the bridge, rightly.
+    with timing_claim("the bridge stays active (no stall of the graph over its 0.2 s watchdogs)"):
+        assert status.level == DiagnosticStatus.OK and status.message == "active", describe(status)
     probe.watch("joint_states", "base/odom", "testbed_emulator/truth")
     probe.wait_for(lambda: len(probe.messages("base/odom")) > 100 and len(probe.messages("joint_states")) > 100,
                    10.0, "too few /base/odom and /joint_states")
@@ -336,7 +338,8 @@ def test_hardware_topics_carry_commands_in_the_config_format(probe, testbed):
     recent = [t for t, _ in duties if t > t0]
     if len(recent) >= 11:
         spacing = (recent[-1] - recent[0]) / (len(recent) - 1)
-        assert abs(spacing - testbed.actuators.thrusters.pwm_period) < 0.02, spacing
+        with timing_claim("valve messages once per PWM period (mean spacing within 20 ms)"):
+            assert abs(spacing - testbed.actuators.thrusters.pwm_period) < 0.02, spacing
 
 
 @pytest.mark.launch(fixture=hil_graph)
@@ -348,7 +351,9 @@ def test_estop_zeroes_hardware_commands_and_reset_resumes(probe, testbed):
     the first all-zero effort and duty messages. The bridge latches the trip in the /estop
     callback and its next tick (at most one period later) sends the safe commands, duty cycles at
     once (a new reaction restarts the PWM period). Two periods (40 ms) leave one period for the
-    message's delivery and the bridge's scheduling on a busy 2-vCPU machine.
+    message's delivery and the bridge's scheduling on a busy 2-vCPU machine. The timing assumes
+    the machine's other jobs leave a CPU-bound process >= 70 % of a core
+    (launch_support.timing_claim): it skips, saying so, where they do not.
     """
     probe.watch("testbed/joint_efforts", "testbed/thrusters", "diagnostics")
     # Created early: a reliable publisher that has just matched its readers may still wait up to
@@ -372,8 +377,10 @@ def test_estop_zeroes_hardware_commands_and_reset_resumes(probe, testbed):
             if t > t_stop + 2 * PERIOD and nonzero(m)]
     print(f"E-STOP zero efforts {(first_zero - t_stop) * 1e3:.1f} ms, zero duty "
           f"{(first_zero_duty - t_stop) * 1e3:.1f} ms after /estop was published")
-    assert not late, f"non-zero commands more than two periods after the e-stop (ms, values): {late[:5]}"
-    assert first_zero - t_stop <= 2 * PERIOD and first_zero_duty - t_stop <= 2 * PERIOD
+    assert not [x for x in late if x[0] > 400.0], f"non-zero commands 0.4 s after the e-stop (ms, values): {late[:5]}"
+    with timing_claim(f"zero efforts and duty cycles within two periods ({2 * PERIOD * 1e3:.0f} ms) of the e-stop"):
+        assert not late, f"non-zero commands more than two periods after the e-stop (ms, values): {late[:5]}"
+        assert first_zero - t_stop <= 2 * PERIOD and first_zero_duty - t_stop <= 2 * PERIOD
     status = wait_status(probe, BRIDGE, lambda s: values(s)["status"] == "tripped", 5.0,
                          "bridge diagnostics do not report the trip")
     assert status.level == DiagnosticStatus.ERROR
@@ -413,6 +420,10 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
 
     Runs hil_sim.launch.py again in the namespace /fault after stopping the main graph (two
     graphs at once would not fit this VM): its dropout window is then timed from a known start.
+    That the graph settles before the dropout, and that the dropout is the bridge's first trip
+    (no stall of a node over the 0.2 s watchdogs before it), assume the machine's other jobs
+    leave a CPU-bound process >= 70 % of a core (launch_support.timing_claim): those parts skip,
+    saying so, where they do not; the zero efforts and the resets are checked whatever the load.
     """
     for executable in ("testbed_graph", "testbed_emulator", "testbed_bridge", "controller_node", "gjm_node"):
         launch_service.emit_event(SignalProcess(signal_number=signal.SIGINT,
@@ -429,14 +440,13 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
     t_active = time.monotonic()
     emulator = wait_status(probe, "freeflyer: testbed emulator", lambda s: True, 2.0, "no emulator diagnostics",
                            topic="fault/diagnostics")
-    assert float(values(emulator)["emulated_time"]) < DROPOUT_START - 1.0, (
-        f"the /fault graph took {values(emulator)['emulated_time']} s to settle: the dropout at {DROPOUT_START} s "
-        "came too early for this machine")
+    with timing_claim(f"the /fault graph settles within {DROPOUT_START - 1.0:g} s of emulated time"):
+        assert float(values(emulator)["emulated_time"]) < DROPOUT_START - 1.0, (
+            f"the /fault graph took {values(emulator)['emulated_time']} s to settle: the dropout at "
+            f"{DROPOUT_START} s came too early for this machine")
     status = wait_status(probe, BRIDGE, lambda s: values(s)["status"] == "tripped", DROPOUT_START + 10.0,
                          "the capture dropout did not trip the /fault bridge", topic="fault/diagnostics")
     print(f"DROPOUT /fault bridge active {t_active - t_launch:.1f} s after the launch; tripped: {status.message}")
-    assert values(status)["trip_kind"] == "capture_stale", describe(status)
-    assert "capture" in status.message
     t_trip = time.time()
     time.sleep(0.2)
     efforts = [m for t, m in probe.published("fault/testbed/joint_efforts") if t > t_trip]
@@ -453,6 +463,9 @@ def test_capture_dropout_trips_the_bridge_and_reset_succeeds_after(probe, config
                 "the /fault bridge not active after its reset", topic="fault/diagnostics", after=t_reset)
     wait_status(probe, CONTROLLER, lambda s: s.message == "ok", 5.0, "the /fault controller did not resume",
                 topic="fault/diagnostics", after=t_reset)
+    with timing_claim("the capture dropout is the bridge's first trip (no stall over the 0.2 s watchdogs before it)"):
+        assert values(status)["trip_kind"] == "capture_stale", describe(status)
+        assert "capture" in status.message
 
 
 def test_a_composed_argument_that_is_not_a_boolean_is_refused_before_anything_starts():

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import pytest
-from launch_support import require_ros
+from launch_support import require_ros, timing_claim
 
 SHARE = require_ros("launch/sim.launch.py")
 
@@ -117,22 +117,26 @@ def test_lockstep_graph_keeps_the_node_names_and_publishes_states_and_commands(p
 def test_every_state_is_answered_by_a_command_before_the_next_state(probe):
     """Lockstep: state k, then the command computed on it, then state k+1 (publish times). Over
     two seconds, states come at the rate (the count within 20 % of the rate's: a late period is
-    caught up, so only a stall over 50 ms loses periods) and commands one per state."""
+    caught up, so only a stall over 50 ms loses periods) and commands one per state. The rate,
+    and the probe receiving all but 1 % of the messages, assume the machine's other jobs leave a
+    CPU-bound process >= 70 % of a core (launch_support.timing_claim): they skip, saying so,
+    where they do not."""
     t0 = time.time()
     time.sleep(2.0)
     states = [t for t, _ in probe.published("joint_states") if t > t0]
     commands = [t for t, _ in probe.published("joint_effort_commands") if t > t0]
     assert len(states) > 50 and len(commands) > 50
     window = states[-1] - states[0]
-    assert abs((len(states) - 1) / window - RATE) < 0.2 * RATE, f"{len(states)} states in {window:.3f} s"
-    # 2 for the window's ends, 1 % as below for what a loaded probe may lose.
-    assert abs(len(commands) - len(states)) <= 2 + 0.01 * len(states), (len(commands), len(states))
     commands = np.array(commands)
-    answered = 0
-    for t_state, t_next in zip(states[:-1], states[1:]):
-        answered += np.any((commands > t_state) & (commands < t_next))
-    # 99 %: the probe may lose a message of a burst on a loaded machine; the order never varies.
-    assert answered >= 0.99 * (len(states) - 1), f"{answered} of {len(states) - 1} states answered in their period"
+    answered = sum(bool(np.any((commands > t_state) & (commands < t_next)))
+                   for t_state, t_next in zip(states[:-1], states[1:]))
+    with timing_claim(f"{RATE:g} Hz within 20 % over 2 s, and all but 1 % of states and commands received"):
+        assert abs((len(states) - 1) / window - RATE) < 0.2 * RATE, f"{len(states)} states in {window:.3f} s"
+        # 2 for the window's ends, 1 % as below for what a loaded probe may lose.
+        assert abs(len(commands) - len(states)) <= 2 + 0.01 * len(states), (len(commands), len(states))
+        # 99 %: the probe may lose a message of a burst on a loaded machine; the order never varies.
+        assert answered >= 0.99 * (len(states) - 1), \
+            f"{answered} of {len(states) - 1} states answered in their period"
 
 
 @pytest.mark.launch(fixture=lockstep_graph)
@@ -165,11 +169,9 @@ def test_estop_zeroes_the_commands_until_reset_in_lockstep(probe):
     t_stop = time.time()
     estop.publish(Bool(data=True))
     time.sleep(0.5)
-    # 50 ms for the e-stop to reach the hosted controller: sim_loop_node serves its callbacks
-    # between periods at 100 Hz (10 ms), plus delivery on a busy machine.
-    for topic in ("joint_effort_commands", "thrusters/command"):
-        late = [m for t, m in probe.published(topic) if t > t_stop + 0.05]
-        assert late and not any(nonzero(m) for m in late), f"/{topic} not zero under e-stop"
+    # 50 ms for the e-stop to reach the hosted controller: sim_loop_node serves it as it arrives,
+    # between two periods (10 ms at 100 Hz), plus delivery on a busy machine.
+    probe.assert_zero_after(t_stop)
     status = probe.wait_for(lambda: probe.diagnostic_status("freeflyer: controller", time.monotonic() - 0.1), 5.0,
                             "no controller diagnostics")
     assert status.message.startswith("estop") and status.level == DiagnosticStatus.ERROR, status.message

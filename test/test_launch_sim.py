@@ -30,7 +30,7 @@ from collections import deque
 
 import numpy as np
 import pytest
-from launch_support import require_ros
+from launch_support import require_ros, timing_claim
 
 SHARE = require_ros("launch/sim.launch.py")
 
@@ -347,7 +347,9 @@ def test_estop_latches_zero_commands_until_reset(probe):
     """/estop True zeroes every command until ~/reset_estop, whatever else arrives.
 
     Published the way `ros2 topic pub /estop std_msgs/msg/Bool "{data: true}"` does (reliable,
-    volatile): the controller's subscription must match such a publisher.
+    volatile): the controller's subscription must match such a publisher. The zero commands
+    within 50 ms assume the machine's other jobs leave a CPU-bound process >= 70 % of a core
+    (launch_support.timing_claim): that part skips, saying so, where they do not.
     """
     _, js, od = probe.latest_pair()
     publish_target(probe, ee_position(state_of(js, od)) + np.array([0.04, -0.04, 0.0]))
@@ -366,11 +368,9 @@ def test_estop_latches_zero_commands_until_reset(probe):
         time.sleep(0.5)
         # On publish times (DDS source timestamps, system clock): the probe may receive late what
         # was published before the stop. 50 ms for the e-stop to reach the controller.
-        for topic in ("joint_effort_commands", "thrusters/command"):
-            late = [m for t, m in probe.published(topic) if t > t_stop_pub + 0.05]
-            assert late and not any(nonzero(m) for m in late), f"/{topic} not zero under e-stop"
         status = probe.wait_for(lambda: controller_status(probe, after=t_stop + 0.1), 5.0, "no diagnostics")
         assert status.message.startswith("estop") and status.level == DiagnosticStatus.ERROR, status.message
+        probe.assert_zero_after(t_stop_pub, settled=0.5)
     finally:
         # The reset service releases it (also after a failed check above: the graph is shared
         # with the tests that follow); the robot then holds its pose until a new reference.
@@ -397,6 +397,8 @@ def test_watchdog_zeroes_commands_when_the_plant_dies(probe, launch_service):
     within two periods of the missed one. Checked on publish times (the DDS source timestamps of
     the last state and of the commands, both on the system clock), so the probe's own delays do
     not count; allowed on top: 20 ms for delivery to, and scheduling of, a busy controller.
+    Assumes the machine's other jobs leave a CPU-bound process >= 70 % of a core
+    (launch_support.timing_claim): skips, saying so, where they do not.
     """
     # Something to stop: a fresh target keeps the arm torques clearly non-zero (holding a pose
     # at rest takes exactly zero torque without gravity).
@@ -424,9 +426,11 @@ def test_watchdog_zeroes_commands_when_the_plant_dies(probe, launch_service):
     delay = after[first_zero][0] - t_last
     timeline = [(round((t - t_last) * 1e3, 1), nonzero(m)) for t, m in after[:first_zero + 2]]
     states = [round((t - t_last) * 1e3, 1) for t, _ in probe.published("joint_states")[-4:]]
-    assert delay <= 2.5 * PERIOD + 0.020, (
-        f"first zero command published {delay * 1e3:.1f} ms after the last state; (ms after it, "
-        f"non-zero): {timeline}; the last states were published at {states} ms")
+    with timing_claim(f"the zero command within 2.5 periods + 20 ms ({(2.5 * PERIOD + 0.020) * 1e3:.0f} ms) "
+                      "of the last state"):
+        assert delay <= 2.5 * PERIOD + 0.020, (
+            f"first zero command published {delay * 1e3:.1f} ms after the last state; (ms after it, "
+            f"non-zero): {timeline}; the last states were published at {states} ms")
     print(f"WATCHDOG zero command {delay * 1e3:.1f} ms after the last state: {timeline}")
     t_zero = after[first_zero][0]
     # Thrusters off as well.

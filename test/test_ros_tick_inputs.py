@@ -15,8 +15,6 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not available: these tests need a sourced ROS 2 (Jazzy) install")
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # as launch_support.require_ros
 
-import rclpy  # noqa: E402
-from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -30,11 +28,8 @@ from freeflyer_control.nodes.common import (  # noqa: E402
 
 
 @pytest.fixture
-def context():
-    ctx = Context()
-    rclpy.init(args=[], context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+def context(rclpy_context):
+    return rclpy_context
 
 
 def test_the_composed_graph_serves_its_stages_in_data_flow_order_whatever_order_they_were_added(context):

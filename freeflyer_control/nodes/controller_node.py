@@ -52,6 +52,12 @@ target's /object/odom is guarded like the robot's own inputs: implausible for th
 ``implausible``, ``stale``, ``waiting``) and no capture is requested.
 Services (std_srvs/Trigger): ~/estop latches the e-stop as a True on /estop
 does (testbed_bridge calls it when it trips); ~/reset_estop releases it.
+
+The tick timer and the subscriptions the tick reads (/joint_states, /base/odom, /estop) run on a
+wait set of their own (nodes.loop): each message is taken as it arrives (its arrival time is what
+the watchdog measures) and before a tick that falls due with it; rclpy's executor serves the rest
+in a thread of its own. /diagnostics says where a period goes (``period_us.*``,
+runtime.period_costs).
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.runtime.law_set import LawSet
 from freeflyer_control.hil.schedule import deliver_pending
+from freeflyer_control.nodes.loop import LoopGroup, PeriodLoop
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     LATCHED_QOS,
@@ -92,7 +99,8 @@ from freeflyer_control.nodes.common import (
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import base_position
-from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
+from freeflyer_control.ros.conversions import MessageError, base_reading, finite_array, read_odometry
+from freeflyer_control.ros.serialized import JointStateBytes, odometry_fields
 from freeflyer_control.runtime.actuation_view import base_attitude_error, thruster_arrows
 from freeflyer_control.runtime.controller_server import (
     CLOCK_SETTLE_TIME,
@@ -101,6 +109,7 @@ from freeflyer_control.runtime.controller_server import (
     ControllerServer,
 )
 from freeflyer_control.runtime.lockstep import base_wrench6
+from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
 # rviz arrows of /freeflyer/actuation: a thruster at its maximum force, m; the base attitude
@@ -180,18 +189,24 @@ class ControllerNode(Node):
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
         self.pub_estop = quiet_publisher(self, Bool, "estop", COMMAND_QOS)
+        self.costs = PeriodCosts(("messages_in", "states_in", "tick", "command_msgs", "command_publish"))
+        self.reports_costs = True
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        group = None if lockstep else LoopGroup()   # the tick and what it reads (nodes.loop)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
         # would be QoS-incompatible with a volatile publisher, and the e-stop would never arrive.
-        estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS)
+        estop = self.create_subscription(Bool, "estop", self._on_estop, COMMAND_QOS, callback_group=group)
         # What the tick's watchdog reads, taken before each tick (hil.schedule.deliver_pending).
-        object_odom = state_subscription(self, Odometry, "object/odom", self._on_object_odom) \
+        # The target's odometry, with capture_object: an input the tick acts on, as the robot's.
+        object_odom = state_subscription(self, Odometry, "object/odom", self._on_object_odom, group) \
             if p["capture_object"] else None
-        self.tick_inputs = () if lockstep else queued_inputs(
-            state_subscription(self, JointState, "joint_states", self._on_joints),
-            state_subscription(self, Odometry, "base/odom", self._on_odom), estop,
+        inputs = () if lockstep else (
+            state_subscription(self, JointState, "joint_states", self._on_joints, group, raw=True),
+            state_subscription(self, Odometry, "base/odom", self._on_odom, group, raw=True), estop,
             *([object_odom] if object_odom is not None else []))
+        self.joint_state_bytes = JointStateBytes()
+        self.tick_inputs = queued_inputs(*inputs)
         if p["object"]:
             self.create_subscription(PoseStamped, "object_target", self._on_object_target, COMMAND_QOS)
         self.capture_client = None
@@ -206,8 +221,10 @@ class ControllerNode(Node):
         self.create_service(Trigger, "~/estop", self._on_estop_service)
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
         self.add_on_set_parameters_callback(self._on_params)
+        self.period_loop: PeriodLoop | None = None   # what spin_node runs (nodes.loop); None in lockstep
         if not lockstep:
-            self.create_timer(1.0 / p["rate"], self._tick)
+            self.period_loop = PeriodLoop(self.create_timer(1.0 / p["rate"], self._tick, callback_group=group),
+                                          [(sub, sub.callback) for sub in inputs], group, self.costs)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         self.last = None
         self.logged_steps = self.logged_faults = 0   # server counters already logged
@@ -236,15 +253,26 @@ class ControllerNode(Node):
             raise StartupError(str(exc)) from None
 
     # --- inputs -------------------------------------------------------------------------------
-    def _on_joints(self, msg: JointState) -> None:
-        self.server.on_joint_state(msg.name, msg.position, msg.velocity, now_s(self))
-
-    def _on_odom(self, msg: Odometry) -> None:
+    def _on_joints(self, data: bytes) -> None:
+        """/joint_states, serialized (read in place: ros.serialized)."""
+        self.costs.begin()
         try:
-            reading = read_odometry(msg)
+            names, positions, velocities = self.joint_state_bytes.read(data)
+        except MessageError as exc:
+            self.server.record_error(exc)
+        else:
+            self.server.on_joint_state(names, positions, velocities, now_s(self))
+        self.costs.mark("states_in")
+
+    def _on_odom(self, data: bytes) -> None:
+        """/base/odom, serialized (read in place: ros.serialized)."""
+        self.costs.begin()
+        try:
+            reading = base_reading(*odometry_fields(data))
         except MessageError as exc:
             reading = exc
         self.server.on_base_odometry(reading, now_s(self))
+        self.costs.mark("states_in")
 
     def _on_object_odom(self, msg: Odometry) -> None:
         try:
@@ -363,19 +391,29 @@ class ControllerNode(Node):
     # --- the tick -----------------------------------------------------------------------------
     def _tick(self) -> None:
         deliver_pending(self.tick_inputs)   # the newest state, even if it arrived with this tick's timer
-        self.ticked(self.server.tick(now_s(self)))
+        costs = self.costs
+        costs.begin()
+        out = self.server.tick(now_s(self))
+        costs.mark("tick")
+        self.ticked(out)
+        costs.end_period()
 
     def ticked(self, out: ControllerOutput) -> None:
         """Publish a tick's commands (here or in sim_loop_node), log what changed, keep ``out``
-        for the diagnostics."""
+        for the diagnostics. Marks the costs' stages ``command_msgs`` and ``command_publish``."""
         act = out.actuation
-        self.pub_arm.publish(self.msg_arm.fill(act.arm_torques))
-        if act.wheel_torques.size:
-            self.pub_wheels.publish(self.msg_wheels.fill(act.wheel_torques))
-        if act.thruster_forces.size:
-            self.pub_thrust.publish(self.msg_thrust.fill(act.thruster_forces))
-        if self.ideal_base:
-            self.pub_wrench.publish(self._wrench(act.base_wrench_world))
+        arm = self.msg_arm.fill(act.arm_torques)
+        wheels = self.msg_wheels.fill(act.wheel_torques) if act.wheel_torques.size else None
+        thrust = self.msg_thrust.fill(act.thruster_forces) if act.thruster_forces.size else None
+        wrench = self._wrench(act.base_wrench_world) if self.ideal_base else None
+        self.costs.mark("command_msgs")
+        self.pub_arm.publish(arm)
+        if wheels is not None:
+            self.pub_wheels.publish(wheels)
+        if thrust is not None:
+            self.pub_thrust.publish(thrust)
+        if wrench is not None:
+            self.pub_wrench.publish(wrench)
         if self.capture_client is not None and self.server.capture_ready:
             self._request_capture()
         self._log_events()
@@ -395,6 +433,7 @@ class ControllerNode(Node):
             if self.pub_capture is not None and self.server.state is not None:
                 self.pub_capture.publish(self._capture_markers())
         self.last = out
+        self.costs.mark("command_publish")   # with the logging and the 10 Hz markers
 
     def _log_events(self) -> None:
         """Every clock step, and the first fault of a run of them, once and unthrottled: the
@@ -525,6 +564,8 @@ class ControllerNode(Node):
         if self.last is not None and self.last.info is not None and self.last.info.resolved_rate is not None:
             values["sigma_min"] = f"{self.last.info.resolved_rate.sigma_min:.4g}"
         values.update(s.capture_diagnostics())
+        if self.reports_costs:   # (in lockstep the plant reports the whole period)
+            values.update(diagnostic_values(self.costs.window()))
         level = "ok" if status == "ok" else ("warn" if status == "waiting" else "error")
         message = status if status == "ok" else f"{status}: {self.last.reason if self.last else ''}"
         self.pub_diag.publish(diagnostics(self, "freeflyer: controller", level, message, values))

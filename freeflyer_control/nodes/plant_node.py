@@ -5,8 +5,14 @@ Subscribes (commands, held until replaced, zeroed after ``command_timeout``):
   /reaction_wheels/command     std_msgs/Float64MultiArray  wheel torques, robot-config order
   /thrusters/command           std_msgs/Float64MultiArray  thruster forces, robot-config order
   /base/wrench_command         geometry_msgs/WrenchStamped ideal base wrench, world axes
-Publishes: /joint_states, /base/odom (pose and twist in world), TF world -> base_link,
-/diagnostics. Service ~/reset (std_srvs/Trigger) puts the plant back to its initial state.
+Publishes: /joint_states, /base/odom (pose and twist in world) at ``rate``; TF world -> base_link
+at ``tf_rate`` (rviz draws at tens of Hz; /base/odom carries the same pose every step);
+/diagnostics, with where a period goes (``period_us.*``, runtime.period_costs). Service ~/reset
+(std_srvs/Trigger) puts the plant back to its initial state.
+
+The step timer and the command subscriptions run on a wait set of their own (nodes.loop): each
+command is taken as it arrives and before a step that falls due with it, and rclpy's executor
+serves the rest in a thread of its own.
 
 With parameter ``object`` (bundled name or object .yaml; empty: none) the plant simulates it
 (runtime.object_plant): held by the robot in closed chains (the arms start at the pose that holds
@@ -40,6 +46,7 @@ from std_srvs.srv import Trigger
 from tf2_ros import TransformBroadcaster
 from visualization_msgs.msg import Marker
 
+from freeflyer_control.nodes.loop import LoopGroup, PeriodLoop
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
     PLANT_STEP_PARAM,
@@ -61,7 +68,9 @@ from freeflyer_control.nodes.common import (
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.ros.conversions import BaseReading, MessageError, StateFields
+from freeflyer_control.ros.serialized import multiarray_data
 from freeflyer_control.runtime.object_plant import held_initial_state
+from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
 from freeflyer_control.physics.kernels.arrays import NotCovered
 
@@ -81,6 +90,8 @@ PARAMS = ROBOT_PARAMS + (
           range=(0.0, 1.0), read_only=True),
     Param("seed", 0, "noise seed", range=(0, 2**31 - 1), read_only=True),
     Param("diagnostics_rate", 2.0, "diagnostics publication rate, Hz", range=(0.1, 50.0), read_only=True),
+    Param("tf_rate", 50.0, "TF world -> base_link publication rate, Hz (at most the step rate)",
+          range=(1.0, 5000.0), read_only=True),
     Param("object", "", "object to simulate: bundled name or object .yaml (empty: none)", read_only=True),
     Param("object_free", False, "the object floats free (to be captured with ~/capture) instead of "
           "being held", read_only=True),
@@ -122,6 +133,9 @@ class PlantNode(Node):
             raise refuse_plant_step(self, exc) from None
         self.get_logger().info(self.server.plant_note)
         self.period = 1.0 / p["rate"]
+        # TF at every tf_every-th step: the nearest whole divisor of the step rate.
+        self.tf_every = max(1, round(p["rate"] / min(p["tf_rate"], p["rate"])))
+        self.costs = PeriodCosts(("messages_in", "commands_in", "step", "measurement", "state_msgs", "state_publish"))
         self.errors = 0
         self.overruns = 0
         self.steps = 0
@@ -132,20 +146,27 @@ class PlantNode(Node):
         self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.tf = TransformBroadcaster(self)
         self.state_msgs = StateMessages(self.ff.base_link)
+        self.period_loop: PeriodLoop | None = None   # what spin_node runs (nodes.loop); None in lockstep
         if not lockstep:
-            self.create_subscription(Float64MultiArray, "joint_effort_commands",
-                                     lambda m: self._command(self.server.set_arm_torques, m.data), COMMAND_QOS)
-            self.create_subscription(Float64MultiArray, "reaction_wheels/command",
-                                     lambda m: self._command(self.server.set_wheel_torques, m.data), COMMAND_QOS)
-            self.create_subscription(Float64MultiArray, "thrusters/command",
-                                     lambda m: self._command(self.server.set_thruster_forces, m.data), COMMAND_QOS)
-            self.create_subscription(WrenchStamped, "base/wrench_command", self._on_wrench, COMMAND_QOS)
+            group = LoopGroup()
+            # The vectors serialized (raw): read in place (ros.serialized.multiarray_data).
+            inputs = [(self.create_subscription(kind, topic, callback, COMMAND_QOS, callback_group=group,
+                                                raw=kind is Float64MultiArray), callback)
+                      for kind, topic, callback in (
+                          (Float64MultiArray, "joint_effort_commands",
+                           lambda m: self._command(self.server.set_arm_torques, m)),
+                          (Float64MultiArray, "reaction_wheels/command",
+                           lambda m: self._command(self.server.set_wheel_torques, m)),
+                          (Float64MultiArray, "thrusters/command",
+                           lambda m: self._command(self.server.set_thruster_forces, m)),
+                          (WrenchStamped, "base/wrench_command", self._on_wrench))]
         self.create_service(Trigger, "~/reset", self._on_reset)
         # Without an object too: the answer then says how to start the plant with one.
         self.create_service(Trigger, "~/capture", self._on_capture)
         self.add_on_set_parameters_callback(self._on_params)
         if not lockstep:
-            self.create_timer(self.period, self._step)
+            self.period_loop = PeriodLoop(self.create_timer(self.period, self._step, callback_group=group),
+                                          inputs, group, self.costs)
         self.create_timer(1.0 / p["diagnostics_rate"], self._diagnose)
         if self.obj is not None:
             self.pub_object = quiet_publisher(self, Odometry, "object/odom", STATE_PUB_QOS)
@@ -153,15 +174,19 @@ class PlantNode(Node):
             self.pub_grasp = {g.end_effector: quiet_publisher(self, WrenchStamped, f"grasp_wrench/{g.end_effector}", 10)
                               for g in self.obj.grasps}
             self.create_timer(1.0 / p["object_rate"], self._publish_object)
+        self.costs.begin()
         self._publish()
         self.get_logger().info(f"simulating {self.ff.name} ({self.ff.base} base) at {p['rate']:g} Hz")
 
     def _command(self, setter, data) -> None:
+        """A command vector: serialized bytes (the subscriptions), or the values."""
+        self.costs.begin()
         try:
-            setter(data, now_s(self))
+            setter(multiarray_data(data) if isinstance(data, bytes) else data, now_s(self))
         except MessageError as exc:
             self.errors += 1
             self.get_logger().warning(f"command refused: {exc}", throttle_duration_sec=1.0)
+        self.costs.mark("commands_in")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         if msg.header.frame_id not in ("", "world"):
@@ -174,29 +199,40 @@ class PlantNode(Node):
 
     def _step(self) -> None:
         start = time.perf_counter()
-        self.stepped(self.server.step(now_s(self)), self.server.measurement(), start)
+        costs = self.costs
+        costs.begin()
+        diverged = self.server.step(now_s(self))
+        costs.mark("step")
+        measurement = self.server.measurement()
+        costs.mark("measurement")
+        self.stepped(diverged, measurement, start)
+        costs.end_period()
 
     def stepped(self, diverged: str | None, measurement: StateFields | None, start: float) -> None:
         """After a step (here or in sim_loop_node): log a divergence, publish the measurement the
         step gave (one draw of the noise), count an overrun of the period since ``start``
-        (time.perf_counter(), s)."""
+        (time.perf_counter(), s). Marks the costs' stages ``state_msgs`` and ``state_publish``."""
         if diverged is not None:  # only on the step that diverged: logged once
             self.get_logger().error(f"{diverged}; publishing nothing until ~/reset")
             self._diagnose()
         self.steps += 1
-        self._publish(measurement)
+        self._publish(measurement, tf=self.steps % self.tf_every == 0)
         if time.perf_counter() - start > self.period:
             self.overruns += 1
 
-    def _publish(self, measurement: StateFields | None = None) -> None:
+    def _publish(self, measurement: StateFields | None = None, tf: bool = True) -> None:
         if measurement is None:
             measurement = self.server.measurement()
         if measurement is None:  # diverged: a frozen state must not look live
             return
-        js, odom, tf = self.state_msgs.fill(self.get_clock().now().to_msg(), measurement)
+        stamp_ns = self.get_clock().now().nanoseconds
+        js, odom = self.state_msgs.fill(stamp_ns, measurement)
+        self.costs.mark("state_msgs")
         self.pub_js.publish(js)
         self.pub_odom.publish(odom)
-        self.tf.sendTransform(tf)
+        if tf:
+            self.tf.sendTransform(self.state_msgs.transform(stamp_ns, measurement))
+        self.costs.mark("state_publish")
 
     def _publish_object(self) -> None:
         reading = self.server.object_reading(now_s(self))
@@ -236,7 +272,8 @@ class PlantNode(Node):
         d = self.server.diagnostics()
         wall = time.monotonic() - self.wall0
         values = {**d, "real_time_factor": f"{self.steps * self.period / wall:.3f}" if wall > 0 else "-",
-                  "step_overruns": self.overruns, "refused_commands": self.errors}
+                  "step_overruns": self.overruns, "refused_commands": self.errors,
+                  **diagnostic_values(self.costs.window())}
         if self.server.status != "ok":
             level, message = "error", self.server.reason
         else:
@@ -253,6 +290,7 @@ class PlantNode(Node):
     def _on_reset(self, request, response):
         was = self.server.reason
         self.server.reset()
+        self.costs.begin()
         self._publish()
         response.success, response.message = True, "plant reset to its initial state"
         if was:

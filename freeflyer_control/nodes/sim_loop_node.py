@@ -7,8 +7,11 @@ whole period in order (runtime.lockstep.LockstepLoop): the plant steps under the
 holds and publishes the state; the controller ticks on that state, handed over in the process,
 and publishes its commands; the plant holds them for the next step. The controller never waits
 for a state and the plant never steps without its answer, whatever the load: a late period is
-late as a whole. Between periods, at 100 Hz, the executor runs the callbacks that are ready
-(parameters, services, references, /estop, the diagnostics timers).
+late as a whole. rclpy's executor serves every other callback (parameters, services, references,
+/estop, the diagnostics timers) as it becomes ready, in a thread of its own that sleeps until
+then (nodes.loop.CallbackThread), never during a period. plant_node's /diagnostics say where a
+period goes (``period_us.*``: step, measurement, state messages and their publication, the
+hand-over to the controller, its tick, command messages and their publication).
 
 What differs from the distributed graph: the plant takes its commands from the hosted controller
 only (it does not subscribe to /joint_effort_commands and the other command topics; the hosted
@@ -26,23 +29,26 @@ Parameters go to each node by its name (``--params-file`` sections ``/**/plant_n
 from __future__ import annotations
 
 import sys
+import threading
 import time
-
-from rclpy.executors import ShutdownException, TimeoutException
 
 from freeflyer_control.nodes.common import StartupError, now_s, spin_nodes
 from freeflyer_control.nodes.controller_node import ControllerNode
+from freeflyer_control.nodes.loop import CallbackThread
 from freeflyer_control.nodes.plant_node import PlantNode
 from freeflyer_control.runtime.lockstep import LockstepLoop
+from freeflyer_control.runtime.period_costs import CALLBACK_THREAD, LOOP_THREAD, PeriodCosts
 
 
 # The executor rebuilds its wait set (every subscription, service, timer and QoS event of both
-# nodes) at each wake-up: about as costly as a whole period's physics and control in Python. So
-# the periods are not executor timers: this loop schedules them itself and lets the executor
-# run the ready callbacks (parameters, services, references, e-stop, diagnostics) between
-# periods at SERVE_RATE, in this one thread, so no callback races a period.
-SERVE_RATE = 100.0   # Hz: parameters, services, references within 10 ms
+# nodes) in Python at each wake-up: about as costly as a whole period's physics and control. So
+# the periods are not executor timers: this loop schedules them itself, and the executor waits
+# for the other callbacks (parameters, services, references, e-stop, diagnostics) in a thread of
+# its own, each callback under the lock a period holds, so no callback races a period.
 MAX_LAG = 0.05       # s behind schedule that is caught up; a longer stall restarts the schedule
+# One period's stages, in order (runtime.period_costs), on plant_node's /diagnostics.
+STAGES = ("step", "measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs",
+          "command_publish")
 
 
 class LockstepDriver:
@@ -57,20 +63,46 @@ class LockstepDriver:
             plant.get_logger().fatal(str(exc))
             raise StartupError(str(exc)) from None
         self.plant, self.controller = plant, controller
-        self.serve_every = max(1, round(1.0 / (plant.period * SERVE_RATE)))
+        # One period, one set of stages: the plant's diagnostics report it.
+        plant.costs = controller.costs = self.costs = PeriodCosts(STAGES)
+        controller.reports_costs = False
         self.restarts = 0   # stalls longer than MAX_LAG: periods dropped
         plant.get_logger().info("plant and controller in lockstep: one loop steps the plant, then "
                                 "ticks the controller on the new state")
 
     def period(self) -> None:
+        """One period (runtime.lockstep.LockstepLoop's order), each stage marked."""
         start = time.perf_counter()
+        costs, loop = self.costs, self.loop
+        costs.begin()
         now = now_s(self.plant)
-        diverged, fields = self.loop.step(now)
-        self.plant.stepped(diverged, fields, start)
-        self.controller.ticked(self.loop.tick(fields, now))
+        diverged = loop.plant.step(now)
+        costs.mark("step")
+        fields = loop.plant.measurement()
+        costs.mark("measurement")
+        self.plant.stepped(diverged, fields, start)   # state_msgs, state_publish
+        loop.handover(fields, now)
+        costs.mark("handover")
+        out = loop.controller.tick(now)
+        costs.mark("tick")
+        loop.command(out.actuation, now)
+        self.controller.ticked(out)   # command_msgs, command_publish
+        costs.end_period()
 
     def spin(self, executor) -> None:
-        """Run until ROS shuts down (Ctrl-C, SIGTERM)."""
+        """Run until ROS shuts down (Ctrl-C, SIGTERM): the periods in this thread, the
+        executor's callbacks in a :class:`CallbackThread`."""
+        lock = threading.Lock()
+        callbacks = CallbackThread(executor, lock)
+        callbacks.start()
+        self.costs.watch_thread(LOOP_THREAD)
+        self.costs.watch_thread(CALLBACK_THREAD, callbacks.thread.ident)
+        try:
+            self._run(lock, callbacks)
+        finally:
+            callbacks.stop()
+
+    def _run(self, lock: threading.Lock, callbacks: CallbackThread) -> None:
         period = self.plant.period
         context = self.plant.context
         k = 0
@@ -86,22 +118,10 @@ class LockstepDriver:
                     "periods dropped, the simulation now runs behind wall-clock time",
                     throttle_duration_sec=5.0)
                 t0, k = time.monotonic(), 0
-            self.period()
+            with lock:
+                self.period()
+            callbacks.check()
             k += 1
-            if k % self.serve_every == 0:
-                serve(executor)
-
-
-def serve(executor, limit: int = 100) -> None:
-    """Run the callbacks ready now (at most ``limit``), without waiting."""
-    for _ in range(limit):
-        try:
-            handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0.0)
-        except (TimeoutException, ShutdownException):
-            return
-        handler()
-        if handler.exception() is not None:
-            raise handler.exception()
 
 
 def main(args=None) -> None:

@@ -143,15 +143,21 @@ def read_odometry(msg) -> BaseReading:
     """From a ``nav_msgs/Odometry`` whose pose and twist are in ``world`` (our convention)."""
     p, o = msg.pose.pose.position, msg.pose.pose.orientation
     lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
-    quat = finite_array([o.x, o.y, o.z, o.w], "odometry.orientation", 4)
+    return base_reading([p.x, p.y, p.z], [o.x, o.y, o.z, o.w], [lin.x, lin.y, lin.z], [ang.x, ang.y, ang.z])
+
+
+def base_reading(position, orientation_xyzw, linear, angular) -> BaseReading:
+    """An odometry's numbers (world: m, (x, y, z, w), m/s, rad/s) checked: finite, and a unit
+    quaternion (normalised); MessageError otherwise."""
+    quat = finite_array(orientation_xyzw, "odometry.orientation", 4)
     norm = math.hypot(*quat)  # no overflow warning for a corrupt 1e308 component: inf, refused below
     if abs(norm - 1.0) > 1e-3:
         raise MessageError("quaternion", f"odometry orientation is not a unit quaternion (norm {norm:.4g})")
     return BaseReading(
-        finite_array([p.x, p.y, p.z], "odometry.position", 3),
+        finite_array(position, "odometry.position", 3),
         quat / norm,
-        finite_array([lin.x, lin.y, lin.z], "odometry.twist.linear", 3),
-        finite_array([ang.x, ang.y, ang.z], "odometry.twist.angular", 3),
+        finite_array(linear, "odometry.twist.linear", 3),
+        finite_array(angular, "odometry.twist.angular", 3),
     )
 
 

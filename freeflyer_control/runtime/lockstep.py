@@ -76,14 +76,20 @@ class LockstepLoop:
 
     def tick(self, fields: StateFields | None, now: float) -> ControllerOutput:
         """The controller's tick on ``fields`` (None: diverged, nothing heard, so its watchdog
-        trips as it would with no /joint_states); its commands go to the plant, stamped ``now``."""
+        trips as it would with no /joint_states); its commands go to the plant, stamped ``now``:
+        :meth:`handover`, the controller's tick, :meth:`command`."""
+        self.handover(fields, now)
+        out = self.controller.tick(now)
+        self.command(out.actuation, now)
+        return out
+
+    def handover(self, fields: StateFields | None, now: float) -> None:
+        """The measurement to the controller, as its /joint_states and /base/odom callbacks would
+        give it at ``now`` (nothing when None)."""
         if fields is not None:
             self.controller.on_joint_state(fields.joint_names, fields.joint_positions,
                                            fields.joint_velocities, now)
             self.controller.on_base_odometry(fields.base, now)
-        out = self.controller.tick(now)
-        self.command(out.actuation, now)
-        return out
 
     def command(self, act: Actuation, now: float) -> None:
         """Hand the plant the commands controller_node would publish (the same topics' subset:
