@@ -371,6 +371,19 @@ def inertia_about_system_com(robot: MultiArm, s: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # The package's coordinates
 
+_PACKAGE_MODELS: dict = {}
+
+
+def package_model(robot: MultiArm):
+    """The package's model of ``robot``, loaded from :meth:`MultiArm.urdf` once per session
+    (for the comparisons; nothing above uses it)."""
+    if robot.name not in _PACKAGE_MODELS:
+        from freeflyer_control.model import load_model
+
+        _PACKAGE_MODELS[robot.name] = load_model(robot.urdf(), base="spatial", end_effectors=robot.tips)
+    return _PACKAGE_MODELS[robot.name]
+
+
 
 def package_configuration(s: np.ndarray) -> np.ndarray:
     """Pinocchio's q for s: base position, base quaternion (x, y, z, w), joint angles."""

@@ -9,8 +9,6 @@ knows nothing of Pinocchio, of the kernels or of the package.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -18,7 +16,7 @@ from conftest import random_state, robot
 from engine_support import ENGINES, fixed_base_model, one_over_scale
 
 import lagrange_oracle as oracle
-from freeflyer_control.model import FreeFlyerModel, load_model, scaled_base
+from freeflyer_control.model import FreeFlyerModel, scaled_base
 from freeflyer_control.physics.actuators import world_wrench_to_local
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State
@@ -26,10 +24,9 @@ from freeflyer_control.physics.state import State
 FLYER = oracle.THREE_ARM_FLYER
 
 
-@functools.lru_cache(maxsize=None)
 def flyer() -> FreeFlyerModel:
     """The three-arm flyer as the package loads it from its URDF."""
-    return load_model(FLYER.urdf(), base="spatial", end_effectors=FLYER.tips)
+    return oracle.package_model(FLYER)
 
 
 def package_state(s: np.ndarray, sd: np.ndarray) -> State:
@@ -60,7 +57,7 @@ def test_T000_1_mass_matrix_and_velocity_terms_equal_the_brute_force_lagrangian_
         worst_c = max(worst_c, np.abs(c_e - c_o).max())
     assert largest_c > 1.0, "the velocity terms must be large enough to mean something"
     # The digest's bound: |dH|, |dC| <~ 1e-13 for O(1) parameters (doc 000's Table 1: at most
-    # 1.4e-14). Entries here reach 15 (the total mass) and 8 (C); measured: 4e-15 and 5e-15 on
+    # 1.4e-14). Entries here reach 15 (the total mass) and ~10 (C); measured: 4e-15 and 5e-15 on
     # both engines. A wrong sign, lever arm, frame or coordinate map shows at 1e-3 or more.
     assert worst_M < 1e-13, f"max |H - H_lagrangian| = {worst_M:.3g}"
     assert worst_c < 1e-13, f"max |C - C_lagrangian| = {worst_c:.3g}"
@@ -154,6 +151,7 @@ def test_T000_3_a_links_mass_enters_only_the_fixed_base_terms_inboard_of_it_but_
             if depth > 0:
                 assert dC[list(arm[:depth])].min() > 1e-6
             H2, _ = engine.reduced(perturbed, state, Mode.FLOATING)
+            # (by 5e-7 at the least here, against round-off ~1e-15)
             assert np.abs(H2 - H_star).min() > 1e-8, "floating: every element of H* must change"
             checked += 1
     assert checked == FLYER.n_joints
@@ -185,8 +183,8 @@ def test_T000_4_without_base_actuation_momentum_is_constant_and_the_com_drifts_u
         if k % 100 == 0:
             s_k, sd_k = oracle.coordinates_from_package(state.q, state.v)
             h = oracle.momentum(FLYER, s_k, sd_k)
-            # 1e-9 relative (the issue's bound for drift): the plant projects onto the
-            # integrated momentum, so this is round-off of the oracle's sums (~1e-15).
+            # 1e-9 relative (test_momentum_and_plant's bound): the plant projects onto the
+            # integrated momentum, so this is round-off of the oracle's sums (measured 4e-15).
             np.testing.assert_allclose(h, h0, rtol=0, atol=1e-9 * np.linalg.norm(h0))
             expected = c0 + h0[:3] / FLYER.total_mass * plant.t
             assert np.linalg.norm(oracle.system_com(FLYER, s_k) - expected) < 1e-9

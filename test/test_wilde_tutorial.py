@@ -25,15 +25,12 @@ from freeflyer_control.physics.state import State, joint_positions, make_state, 
 
 FLOATING = Mode.FLOATING
 ORACLE_ROBOTS = {"one_arm_flyer": oracle.ONE_ARM_FLYER, "three_arm_flyer": oracle.THREE_ARM_FLYER}
-_LOADED: dict = {}
 
 
 def oracle_robot(name: str):
     """(oracle description, the package's model of it from its URDF)."""
-    if name not in _LOADED:
-        r = ORACLE_ROBOTS[name]
-        _LOADED[name] = (r, load_model(r.urdf(), base="spatial", end_effectors=r.tips))
-    return _LOADED[name]
+    r = ORACLE_ROBOTS[name]
+    return r, oracle.package_model(r)
 
 
 def _seed(*parts) -> int:
@@ -113,7 +110,7 @@ def test_T001_3_generalized_inertia_depends_on_the_joint_angles_only_not_on_the_
             q[base_nq:] = reference.q[base_nq:]
             moved = State(q, other.v)
             H, _ = engine.reduced(ff, moved, FLOATING)
-            # The same numbers through the same sums: round-off only (measured: 0 to 4e-16).
+            # The same numbers through the same sums: round-off at most (measured: 0).
             assert np.abs(H - H0).max() <= 1e-13 * np.abs(H0).max()
 
 
@@ -206,7 +203,7 @@ def test_T001_4_block_matrices_equal_the_brute_force_energy_and_the_packages_mas
     r, ff = oracle_robot(name)
     rng = np.random.default_rng(_seed("T001-4", name))
     for _ in range(5):
-        s, sd = oracle.random_coordinates(r, rng)
+        s, _ = oracle.random_coordinates(r, rng)
         H0, H0m, Hm, r0C, HS = wilde_blocks(r, s)
         H_wilde = np.block([[H0, H0m], [H0m.T, Hm]])
         R0, S0 = oracle.base_rotation(s[3:6]), oracle.euler_rate_map(s[3:6])
@@ -216,7 +213,7 @@ def test_T001_4_block_matrices_equal_the_brute_force_energy_and_the_packages_mas
         Jw[3:6, 3:6] = R0 @ S0
         M_lagrangian = oracle.mass_matrix(r, s)
         scale = np.abs(M_lagrangian).max()
-        # Sums of O(1) products (condition of nothing): ~1e-15 relative; 1e-13 leaves room.
+        # Sums of O(1) products, no solve: round-off, 1e-15 relative measured; 1e-13 leaves room.
         np.testing.assert_allclose(Jw.T @ H_wilde @ Jw, M_lagrangian, rtol=0, atol=1e-13 * scale)
         # (b) nu = blockdiag(R0', R0', I) [x0'; q']
         Tw = np.eye(n)
