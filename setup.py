@@ -47,6 +47,8 @@ setup(
     name=package_name,
     version='0.1.0',  # keep equal to package.xml and freeflyer_control.__version__
     packages=find_packages(exclude=['test', 'test.*']),
+    # The replay page's player script, read at write time (freeflyer_control/sim/replay/page.py).
+    package_data={'freeflyer_control.sim.replay': ['*.js']},
     data_files=data_files,
     # Only what ROS and PyPI both provide under these names. Not 'pin': ROS'
     # pinocchio is no pip distribution called 'pin', and the console-script
@@ -59,6 +61,9 @@ setup(
         # numba: the compiled engine (freeflyer sim, campaigns, plant_node), fast from the first
         # run (it compiles only what a run flies, then loads numba's cache).
         'pypi': ['pin>=3', 'matplotlib', 'numba>=0.60'],
+        # Optional: `freeflyer sim` also writes replay.html, a 3-D replay that opens in any browser
+        # (the page inlines meshcat's three.js viewer bundle; docs/replay.md).
+        'replay': ['meshcat>=0.3.2'],
         # Optional: `freeflyer sim` also writes run.mcap with standard ROS 2 messages.
         'mcap': ['mcap>=1.1', 'mcap-ros2-support>=0.5'],
         # The compiled kernels alone (numba; 'pypi' includes them), e.g. beside a ROS install:
@@ -67,8 +72,11 @@ setup(
         'fast': ['numba>=0.60'],
         # Optional: `freeflyer campaign` (Monte-Carlo campaigns on a local pool or a Dask cluster).
         'campaign': ['dask[distributed]>=2024.1', 'pyarrow>=14'],
-        # Optional benchmark peers (bench/bench_spart.py): never imported by the package.
-        'bench': ['spartpy'],
+        # Optional: the Gymnasium environments (freeflyer_control.gym).
+        'gym': ['gymnasium>=1.0'],
+        # Optional benchmark peers (bench/bench_spart.py, bench/bench_mujoco.py, bench/bench_gym.py):
+        # never imported by the package.
+        'bench': ['spartpy', 'mujoco>=3.2'],
         'test': [
             # Jazzy's launch_pytest breaks with pytest >= 8.4 (ros2/launch#947).
             'pytest>=7,<8.4',
@@ -78,9 +86,11 @@ setup(
             'matplotlib',
             'mcap>=1.1',
             'mcap-ros2-support>=0.5',
+            'meshcat>=0.3.2',
             'numba>=0.60',
             'dask[distributed]>=2024.1',
             'pyarrow>=14',
+            'gymnasium>=1.0',
         ],
     },
     zip_safe=True,
@@ -99,6 +109,13 @@ setup(
             'testbed_bridge = freeflyer_control.nodes.testbed_bridge_node:main',
             'testbed_emulator = freeflyer_control.nodes.testbed_emulator_node:main',
             'testbed_graph = freeflyer_control.nodes.testbed_graph:main',
+        ],
+        # Control laws by name (freeflyer_control.laws): the package's own register here the
+        # way a lab's package registers its laws (`--controller NAME` finds them).
+        'freeflyer_control.controllers': [
+            'computed_torque = freeflyer_control.control.builtin:ComputedTorqueLaw',
+            'resolved_rate = freeflyer_control.control.builtin:ResolvedRateLaw',
+            'impedance = freeflyer_control.control.builtin:ImpedanceLaw',
         ],
     },
 )

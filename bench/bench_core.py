@@ -243,14 +243,16 @@ def robot_cases(name: str, rng: np.random.Generator, before=None,
     return cases
 
 
-def run(cases: list[Case], repeats: int, batch: int, warmup: int) -> None:
+def run(cases: list[Case], repeats: int, batch: int, warmup: int, clock=time.perf_counter_ns) -> None:
+    """Warm every case up, then time ``repeats`` batches of ``batch`` calls each, interleaved (see
+    the module docstring). ``clock``: ns; ``time.thread_time_ns`` counts only this thread's CPU
+    time, so the time other processes of a loaded machine take the core away is left out."""
     for case in cases:
         with case.on_its_path():
             for i in range(warmup):
                 if i % batch == 0:  # as in the timed batches: a plant at half its effort limits
                     case.reset()    # for 200 steps in a row spins a light wrist past the divergence bound
                 case.call()
-    clock = time.perf_counter_ns
     gc_was_enabled = gc.isenabled()
     try:
         for r in range(repeats):

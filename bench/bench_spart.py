@@ -71,14 +71,19 @@ def spart_urdf():
     return SPARTpy, Path(SPARTpy.__file__).parent / "urdf" / URDF
 
 
-def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case]:
+def load_spart_robot(urdf: Path):
+    """SPART's 7-DOF URDF as this package's robot: ``--base spatial --ee Link_EE``."""
     loader_log = logging.getLogger("freeflyer_control.model.loader")
     level = loader_log.level
     loader_log.setLevel(logging.ERROR)  # the URDF's joints have no <limit>: one warning each
     try:
-        ff = load_robot(str(urdf), base="spatial", end_effectors=["Link_EE"])
+        return load_robot(str(urdf), base="spatial", end_effectors=["Link_EE"])
     finally:
         loader_log.setLevel(level)
+
+
+def cases(rng: np.random.Generator, spartpy, urdf: Path) -> list[bench_core.Case]:
+    ff = load_spart_robot(urdf)
     model, data = ff.model, ff.create_data()
     nj = ff.nj
     states = [make_state(ff, base_orientation_xyzw=(quat := rng.normal(size=4)) / np.linalg.norm(quat),

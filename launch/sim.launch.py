@@ -81,8 +81,15 @@ def control_arguments():
             description='initial maneuvering mode (empty: parameter file, else floating); '
                         'change it at run time with `ros2 param set /controller_node mode ...`'),
         DeclareLaunchArgument(
-            'controller', default_value='', choices=[''] + list(CONTROLLERS),
-            description='control law (empty: parameter file, else computed_torque)'),
+            'controller', default_value='',
+            description='control law: ' + ', '.join(CONTROLLERS) + ', a name an installed package '
+                        'registers, or an import path module:Class of your own (empty: parameter '
+                        'file, else computed_torque)'),
+        DeclareLaunchArgument(
+            'controllers', default_value='',
+            description='comma-separated laws controller_node may switch to at run time (names or '
+                        'import paths; empty: the parameter file, else the built-in three); '
+                        'controller is always among them'),
         DeclareLaunchArgument(
             'base_actuation', default_value='', choices=[''] + list(BASE_ACTUATIONS),
             description='base wrenches through the thrusters (/thrusters/command) or as an '
@@ -257,6 +264,9 @@ def freeflyer_actions(context, *, plant=True, control=True, use_sim_time=None, r
             value = _arg(context, name)
             if value:
                 controller_params[name] = value
+        laws = [law.strip() for law in _arg(context, 'controllers').split(',') if law.strip()]
+        if laws:
+            controller_params['controllers'] = laws
         if obj and not object_free:
             controller_params['object'] = obj
         elif obj:  # the controller approaches the free object and asks the plant to capture it

@@ -166,24 +166,42 @@ def test_an_absurd_ideal_wrench_is_scaled_into_the_limits_keeping_its_direction(
     assert np.sign(out[2]) == np.sign(wrench[2])
 
 
-def test_an_absurd_state_gives_an_ideal_wrench_within_the_limits_and_reports_the_shortfall():
-    # Flying mode, ideal base actuation, station keeping: a base 1 km from its reference moving at
-    # 50 m/s and spinning at 5 rad/s makes the PD law ask for ~50 kN; the wrench sent is bounded.
+def _station_keeping_tick(ff, **state):
+    """One tick of computed torque holding ``ff``'s start pose in flying mode with ideal base
+    actuation, at the state ``make_state(ff, **state)``."""
     from freeflyer_control.control.loop import ControlLoop
     from freeflyer_control.control.maneuvers import StationKeeping
 
-    ff = robot("spatial_6link")
     loop = ControlLoop(ff, StationKeeping(), mode="flying", base_actuation="ideal")
     loop.start(make_state(ff))
-    absurd = make_state(ff, base_position=[1000.0, -500.0, 200.0], base_linear_velocity=[50.0, 0.0, 0.0],
-                        base_angular_velocity=[0.0, 5.0, 0.0])
-    actuation, info = loop.tick(0.01, absurd, 0.01)
+    return loop.tick(0.01, make_state(ff, **state), 0.01)
+
+
+def test_a_far_off_state_gives_an_ideal_wrench_within_the_limits_and_reports_the_shortfall():
+    # A base 20 m from its reference moving at 2 m/s makes the PD law ask for several times what
+    # the base can be pushed with; the wrench sent is bounded and the shortfall reported (a
+    # saturating law is clipped, not stopped).
+    ff = robot("spatial_6link")
+    actuation, info = _station_keeping_tick(ff, base_position=[20.0, -10.0, 4.0], base_linear_velocity=[2.0, 0.0, 0.0],
+                                            base_angular_velocity=[0.0, 0.5, 0.0])
+    assert info.fault is None
     max_force, max_torque = base_wrench_limits(ff)
     asked_force, _ = _force_torque(ff, info.effort.base_wrench_world)
-    assert asked_force > 10 * max_force  # the law does ask for far too much
+    assert 3 * max_force < asked_force < 100 * max_force  # too much, but not a broken law's ask
     force, torque = _force_torque(ff, actuation.base_wrench_world)
     assert force <= max_force * (1 + 1e-12) and torque <= max_torque * (1 + 1e-12)
     assert np.linalg.norm(info.allocation_residual[:3]) >= asked_force - max_force - 1e-9  # what was not applied
+
+
+def test_an_absurd_ask_is_stopped_with_zero_commands_and_the_reason():
+    # A base 1 km from its reference moving at 50 m/s and spinning at 5 rad/s: the PD law asks for
+    # ~50 kN, over 100 times the bound: the loop's guard (control.law_guard) stops the law there.
+    actuation, info = _station_keeping_tick(robot("spatial_6link"), base_position=[1000.0, -500.0, 200.0],
+                                            base_linear_velocity=[50.0, 0.0, 0.0], base_angular_velocity=[0.0, 5.0, 0.0])
+    assert info.fault is not None and "returned base force" in info.fault.reason
+    assert "over 100 times the limit" in info.fault.reason and info.fault.law == "computed_torque"
+    for part in (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world):
+        assert not np.any(part)
 
 
 def test_without_thrusters_the_base_limits_give_the_robot_one_metre_and_one_radian_per_second_squared():

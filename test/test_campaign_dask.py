@@ -102,6 +102,7 @@ def test_an_interrupted_campaign_resumes_on_one_worker_without_repeating_runs(sp
         assert (out / name).exists(), name
     assert len(list((out / "worst").iterdir())) == 3
     assert any(p.name.startswith("rms_tracking_error_vs_") for p in (out / "plots").iterdir())
+    assert (out / "report.html").is_file() and "report.html" in stdout.getvalue()
 
 
 def free_port() -> int:

@@ -758,7 +758,11 @@ def test_sim_refuses_a_folder_holding_an_earlier_run_unless_told_to_overwrite(ca
     assert run(capsys, *SHORT_SIM, "--out", str(out))[0] == 0
     first = (out / "summary.json").read_bytes()
     rc, _, err = run(capsys, *SHORT_SIM, "--duration", "0.3", "--out", str(out))
-    earlier = ", ".join(n for n in ("timeseries.csv", "summary.json", "run.mcap") if (out / n).exists())
+    from freeflyer_control.cli.outdir import earlier_outputs
+
+    found = earlier_outputs(out)  # timeseries.csv, summary.json, run.mcap, ..., run.json, replay.html
+    assert found[:2] == ["timeseries.csv", "summary.json"] and "run.json" in found
+    earlier = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
     assert rc == 2
     assert err == (f"freeflyer sim: error: --out {out} holds the outputs of an earlier run ({earlier}): "
                    "add --overwrite to replace them, or give another folder\n")
@@ -777,7 +781,7 @@ def test_sim_overwrite_removes_every_file_of_the_earlier_run_and_nothing_else(ca
     rc, _, err = run(capsys, *SHORT_SIM, "--out", str(tmp_path), "--overwrite")
     assert rc == 0, err
     left = {p.name for p in tmp_path.iterdir()}
-    assert left <= {"timeseries.csv", "summary.json", "run.mcap", "notes.txt"}
+    assert left <= {"timeseries.csv", "summary.json", "run.mcap", "run.json", "replay.html", "notes.txt"}
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert "earlier run" not in (tmp_path / "summary.json").read_text()
     assert not (tmp_path / "run.mcap").exists() or (tmp_path / "run.mcap").read_bytes() != b"earlier run"

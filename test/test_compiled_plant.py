@@ -75,6 +75,87 @@ def test_a_diverging_compiled_step_is_refused_like_the_python_one():
     assert reasons[0].startswith("plant diverged at t = 0.01 s: base vx speed ")
 
 
+@pytest.mark.parametrize("make", [CompiledPlant, Plant])
+def test_generalized_forces_of_the_wrong_size_are_refused_before_anything_is_integrated(make):
+    ff = load_robot("planar_4link")
+    plant = make(ff, ready_state(ff), 1e-3)
+    with pytest.raises(ValueError, match=f"tau must have {ff.model.nv} entries"):
+        plant.step(tau=np.zeros(ff.model.nv + 1))
+    assert plant.t == 0.0 and plant.diverged is None   # refused, not a divergence
+    plant.step(tau=[0.0] * ff.model.nv)                  # a list is taken as floats
+
+
+def test_the_compiled_step_hands_out_a_new_state_and_momentum_each_step():
+    # Callers keep the State a step returns (recorders, the capture's grasp wrench): the next step
+    # must not write into it.
+    ff = load_robot("spatial_6link")
+    plant = CompiledPlant(ff, ready_state(ff), 1e-3)
+    tau = np.linspace(-1.0, 1.0, ff.model.nv)
+    first, momentum = plant.step(tau=tau), plant.momentum_world
+    kept = first.q.copy(), first.v.copy(), momentum.copy()
+    second = plant.step(tau=tau)
+    assert second.q is not first.q and plant.momentum_world is not momentum
+    for a, b in zip((first.q, first.v, momentum), kept):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_workspace_views_have_the_layout_of_the_workspace():
+    # CompiledPlant passes the compiled step one buffer carved by workspace_views instead of
+    # workspace()'s 29 arrays: the same shapes in the same order, back to back in the buffer.
+    from freeflyer_control.physics.kernels import rigid_body as K
+    from freeflyer_control.physics.kernels.arrays import kernel_model
+
+    for name in ("planar_4link", "spatial_6link"):
+        ff = load_robot(name)
+        n, nq, nv, nb = kernel_model(ff).jint.shape[0], ff.model.nq, ff.model.nv, ff.nb
+        arrays = K.workspace(n, nq, nv, nb)
+        buf = np.zeros(sum(a.size for a in arrays))
+        views, end = K.workspace_views(buf, n, nq, nv, nb)
+        assert end == buf.size and [v.shape for v in views] == [a.shape for a in arrays]
+        views[14][2, 0] = 7.0   # the views write into the buffer
+        assert (buf == 7.0).sum() == 1
+
+
+def _ee_position(ff, state):
+    import pinocchio as pin
+
+    data = ff.create_data()
+    pin.framesForwardKinematics(ff.model, data, state.q)
+    return data.oMf[ff.frame_id(ff.end_effectors[0])].translation.copy()
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
+@pytest.mark.parametrize("wall_mass", [None, 2.0])
+def test_the_compiled_wall_contact_steps_like_the_python_one_to_round_off(name, wall_mass):
+    # The end-effector 2 mm into a wall, pushed against it by its arm, bouncing off and landing
+    # again: the contact force of every stage, its impulse on the momentum, its work in the
+    # energy check and (a floating wall) the wall's own motion, on both steps.
+    from freeflyer_control.physics.contact import WallContact
+
+    ff = load_robot(name)
+    start = ready_state(ff)
+    normal = np.array([-1.0, 0.0, 0.0]) if name == "planar_4link" else np.array([-0.6, 0.0, -0.8])
+    plants = [CompiledPlant(ff, start, 1e-3), Plant(ff, start, 1e-3)]
+    for plant in plants:
+        plant.contact = WallContact(ff, ff.end_effectors[0], _ee_position(ff, start) + 0.002 * normal, normal,
+                                    mass=wall_mass)
+    rng = np.random.default_rng(5)
+    touching = 0
+    for k in range(300):
+        tau = np.zeros(ff.model.nv)
+        tau[ff.arm_v_indices] = 0.3 * rng.normal(size=len(ff.arm_v_indices)) * ff.arm_effort_limits
+        a, b = (p.step(tau=tau) for p in plants)
+        touching += bool(plants[1].last_contact_impulse.any())
+        assert np.abs(a.q - b.q).max() < TOL and np.abs(a.v - b.v).max() < 10 * TOL, k
+        np.testing.assert_allclose(plants[0].last_contact_impulse, plants[1].last_contact_impulse, rtol=0, atol=TOL)
+    assert 5 <= touching < 300   # in contact for part of the run only: pushing, and apart
+    np.testing.assert_allclose(plants[0].momentum_world, plants[1].momentum_world, rtol=0, atol=TOL)
+    assert plants[0]._energy == pytest.approx(plants[1]._energy, rel=1e-9)
+    walls = [p.contact for p in plants]
+    assert walls[0].offset == pytest.approx(walls[1].offset, abs=TOL)
+    assert walls[0].speed == pytest.approx(walls[1].speed, abs=TOL)
+
+
 def test_make_plant_says_which_step_runs():
     ff = load_robot("planar_4link")
     plant, note = make_plant(ff, ready_state(ff), 1e-3, compiled=False)

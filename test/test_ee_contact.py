@@ -190,7 +190,8 @@ def test_contact_force_settles_on_a_heavy_floating_wall_in_flying_mode():
      "use --controller impedance"),
     (["--maneuver", "ee-point", "--controller", "impedance", "--engine", "compiled"],
      "freeflyer sim: error: the compiled simulation does not cover this run: controller impedance "
-     "(computed_torque and resolved_rate are compiled)"),
+     "(computed_torque and resolved_rate at their default parameters are compiled; other laws run on the "
+     "python engine)"),
 ])
 def test_contact_and_impedance_option_misuse_exits_2_with_one_line(tmp_path, capsys, argv, message):
     from freeflyer_control.cli.main import main

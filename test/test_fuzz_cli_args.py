@@ -94,6 +94,11 @@ def string_value(rng: np.random.Generator, dest: str) -> str:
         return angles_json(rng)
     if dest == "mode_schedule":
         return schedule_text(rng)
+    if dest in ("controller", "law"):  # names, import paths (good, absent, not a law), junk
+        return str(rng.choice(("computed_torque", "resolved_rate", "impedance", "laws_for_tests:JointPD",
+                               "laws_for_tests:NotALaw", "no_such_module:Law", "os:path", "sliding", ":", "a:")))
+    if dest == "controller_param":
+        return str(rng.choice(("kp=2", "kp=-1", "kp", "=1", "kd=nan", "wn=3", "velocity_gain=1e9")))
     if dest in ("robot", "model"):
         if rng.random() < 0.9:
             return str(rng.choice(ROBOTS))
@@ -198,7 +203,7 @@ def test_fuzz_cli_argument_vectors_refuse_in_one_line_or_give_a_valid_set():
     parser = build_parser()
     commands = subparsers(parser)
     assert {p[0] for p, _ in commands} == {"check", "gjm", "sim", "workspace", "plan", "testbed", "osi",
-                                          "campaign"}
+                                          "campaign", "replay", "controllers"}
     rng = fuzz_rng(salt=12)
     counts = {"accepted": 0, "refused": 0}
     failures = []

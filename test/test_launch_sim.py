@@ -100,7 +100,8 @@ class Probe(RecordingProbe):
         for topic, kind in (("joint_states", JointState), ("base/odom", Odometry),
                             (f"gjm/{EE}", Float64MultiArray), ("joint_effort_commands", Float64MultiArray),
                             ("thrusters/command", Float64MultiArray), ("tf", TFMessage),
-                            ("diagnostics", DiagnosticArray), ("freeflyer/targets", MarkerArray)):
+                            ("diagnostics", DiagnosticArray), ("freeflyer/targets", MarkerArray),
+                            ("freeflyer/actuation", MarkerArray)):
             self.watch(topic, kind, depth=5000)
         for topic in ("mode", "bare/mode", f"gjm/{EE}/columns", "robot_description"):
             self.watch(topic, String, LATCHED, depth=100)
@@ -309,6 +310,15 @@ def test_mode_switch_through_the_parameter_service(probe):
     publish_target(probe, ee_position(state_of(js, od)) + np.array([-0.05, 0.05, 0.0]))
     probe.wait_for(lambda: any(nonzero(m) for _, m in probe.messages("thrusters/command")[before:]),
                    10.0, "thrusters never fired in flying mode")
+    # rviz sees them fire: plume arrows in base_link, and the base attitude error at the base.
+    def firing():
+        return [mk for _, msg in probe.messages("freeflyer/actuation") for mk in msg.markers
+                if mk.ns == "thrusters"]
+    arrows = probe.wait_for(firing, 5.0, "no thruster arrows on /freeflyer/actuation in flying mode")
+    assert all(mk.header.frame_id == "base_link" and len(mk.points) == 2 for mk in arrows)
+    _, last = probe.messages("freeflyer/actuation")[-1]
+    assert any(mk.ns == "attitude_error" and mk.type == mk.TEXT_VIEW_FACING and "deg" in mk.text
+               for mk in last.markers)
 
 
 @pytest.mark.launch(fixture=sim_graph)

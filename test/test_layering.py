@@ -24,6 +24,9 @@ RANKS: dict[str, int] = {
     "physics": 2,
     "control": 3,
     "sim": 4,
+    # Naming a control law (import paths, entry points): above control, whose laws it finds,
+    # below every front end that takes a name (campaign specs, gym, cli, nodes).
+    "laws": 4,
     "runtime": 5, "hil": 5, "campaign": 5, "analysis": 5, "ros": 5, "gym": 5,
     "nodes": 6, "cli": 6,
 }

@@ -58,6 +58,18 @@ def read_partial(out: Path, *, interrupted: bool, duration: float) -> tuple[list
     return values, summary
 
 
+def capture_plant_class():
+    """The class whose ``step`` a capture's plants take: the compiled plant's where numba is
+    installed (physics.kernels.plant.make_plant), else the Python one's."""
+    from freeflyer_control.physics.kernels import available
+
+    if available():
+        from freeflyer_control.physics.kernels.plant import CompiledPlant
+        return CompiledPlant
+    from freeflyer_control.physics.plant import Plant
+    return Plant
+
+
 def diverge_on_call(monkeypatch, plant_class, after: int, reason: str) -> None:
     """Make ``plant_class.step`` raise PlantDiverged(reason) from its ``after``-th call on."""
     from freeflyer_control.physics.plant import PlantDiverged
@@ -99,10 +111,8 @@ def test_a_crash_inside_an_object_transport_leaves_partial_outputs_with_the_erro
 
 
 def test_a_crash_inside_a_capture_leaves_partial_outputs_with_the_error(tmp_path, monkeypatch, capsys):
-    from freeflyer_control.physics.plant import Plant
-
     # The approach steps the robot's and the object's plants: 2 calls a tick.
-    crash_on_call(monkeypatch, Plant, "step", 400)
+    crash_on_call(monkeypatch, capture_plant_class(), "step", 400)
     with pytest.raises(Boom):
         main([*CAPTURE, "--duration", "8", "--out", str(tmp_path)])
     assert "freeflyer sim: stopped by an error at t = " in capsys.readouterr().err
@@ -149,9 +159,7 @@ def test_the_streamed_timeseries_is_the_file_written_after_the_run(tmp_path, arg
 
 
 def test_a_diverging_plant_ends_a_capture_with_3_and_the_reason_in_the_summary(tmp_path, monkeypatch, capsys):
-    from freeflyer_control.physics.plant import Plant
-
-    diverge_on_call(monkeypatch, Plant, 100, "the plant diverged (test)")
+    diverge_on_call(monkeypatch, capture_plant_class(), 100, "the plant diverged (test)")
     rc = main([*CAPTURE, "--duration", "2", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 3  # the divergence wins over the grasp never closing (exit 1)

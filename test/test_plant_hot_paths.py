@@ -78,3 +78,19 @@ def test_reduced_dynamics_leaves_a_given_mass_matrix_unchanged_and_matches_its_o
     assert np.array_equal(M, kept)
     own = reduced_dynamics(ff, data, state, mode)
     assert np.array_equal(given.H, own.H) and np.array_equal(given.C, own.C)  # same arithmetic
+
+
+@pytest.mark.parametrize("name", ["planar_4link", "spatial_6link"])
+def test_pinocchio_aba_returns_accelerations_that_its_next_call_leaves_alone(name):
+    # The plant keeps the four stage accelerations of a step as ABA returns them, without copies
+    # (physics/plant.py): each must be an array of its own, not a view of pin.Data's ddq.
+    ff = robot(name)
+    data = ff.create_data()
+    rng = np.random.default_rng(5)
+    first, second = random_state(ff, rng), random_state(ff, rng)
+    tau = rng.normal(size=ff.model.nv)
+    a = pin.aba(ff.model, data, first.q, first.v, tau)
+    kept = a.copy()
+    b = pin.aba(ff.model, data, second.q, second.v, tau)
+    assert not np.shares_memory(a, b) and not np.shares_memory(a, data.ddq)
+    np.testing.assert_array_equal(a, kept)

@@ -18,12 +18,9 @@ import numpy as np
 import pytest
 
 from freeflyer_control.physics.modes import Mode
-from freeflyer_control.sim.output import (
-    MSG_DEFINITIONS,
-    json_safe,
-    ros2_msgdef,
-    write_outputs,
-)
+from freeflyer_control.sim.output import json_safe
+from freeflyer_control.sim.writers import write_outputs
+from freeflyer_control.sim.ros_messages import MSG_DEFINITIONS, ros2_msgdef
 from freeflyer_control.sim.plots import write_plots
 from freeflyer_control.sim.config import SimConfig
 from freeflyer_control.sim.runner import run_simulation
@@ -195,7 +192,7 @@ def test_mcap_skipped_when_mcap_ros2_is_missing(scheduled, tmp_path, monkeypatch
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
     with package_log.at_level(logging.INFO):
         paths = write_outputs(scheduled, tmp_path)
-    assert set(paths) == {"timeseries", "summary"}
+    assert set(paths) == {"timeseries", "summary", "run"}
     assert not (tmp_path / "run.mcap").exists()
     assert not list(tmp_path.glob("*.part"))
     assert any("run.mcap not written" in m for m in package_log.messages)

@@ -674,8 +674,9 @@ def straight_line_resolved_rate(
     com0 = pin.centerOfMass(ff.model, data, state.q).copy()
     goal = com0 + np.array([target[0], target[1], 0.0])
     maneuver = StraightLineManeuver(target=goal, move_time=move_time, hold_time=hold_time, frame=ee)
+    # Offline: the law's CPU time per tick does not matter here (overrun_limit None).
     loop = ControlLoop(ff, maneuver, controller="resolved_rate", mode=Mode.FLOATING,
-                       rr_gains=gains, base_actuation="ideal")
+                       rr_gains=gains, base_actuation="ideal", overrun_limit=None)
     loop.start(state)
     dt = 1.0 / rate
     plant = Plant(ff, state, dt)
@@ -687,6 +688,8 @@ def straight_line_resolved_rate(
     for k in range(n + 1):
         s = plant.state
         act, info = loop.tick(k * dt, s, dt)
+        if info.fault is not None:  # the law failed (a singular pose): no comparison to give
+            raise RuntimeError(str(info.fault))
         pin.framesForwardKinematics(ff.model, data, s.q)
         ts.append(k * dt)
         ees.append((data.oMf[fid].translation - com0)[:2].copy())

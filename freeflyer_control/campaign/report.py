@@ -1,4 +1,5 @@
-"""A campaign's results: runs.csv, runs.parquet, summary.json, plots, and the worst runs re-flown.
+"""A campaign's results: runs.csv, runs.parquet, summary.json, plots, and the worst runs re-flown
+(with their replays); report.html, the page of all of it, is :mod:`.report_html`'s.
 
 Statistics: ``pass_rate`` is passed / (completed + failed) -- a run that raised counts as not
 passing -- with the Wilson score interval at 95 % (z = 1.959964), which stays inside [0, 1] and
@@ -177,9 +178,11 @@ def worst_runs(spec: CampaignSpec, rows: dict[int, dict], count: int) -> list[in
     return [r["run"] for r in done[:count]]
 
 
-def write_worst(spec: CampaignSpec, rows: dict[int, dict], out: Path, plots: bool = True) -> list[Path]:
-    """Re-fly the worst runs in this process and write their full outputs to worst/run_NNNNN/."""
-    from freeflyer_control.sim.output import write_outputs
+def write_worst(spec: CampaignSpec, rows: dict[int, dict], out: Path, plots: bool = True,
+                replay: bool = False) -> list[Path]:
+    """Re-fly the worst runs in this process and write their full outputs to worst/run_NNNNN/
+    (with ``replay``, replay.html too: the caller checks that the viewer is installed)."""
+    from freeflyer_control.sim.writers import write_outputs
 
     from .worker import simulate
 
@@ -187,7 +190,7 @@ def write_worst(spec: CampaignSpec, rows: dict[int, dict], out: Path, plots: boo
     for run in worst_runs(spec, rows, spec.worst):
         folder = out / "worst" / f"run_{run:05d}"
         result = simulate(spec, run)
-        write_outputs(result, folder)
+        write_outputs(result, folder, replay=replay)
         if plots:
             from freeflyer_control.sim.plots import write_plots as sim_plots
 

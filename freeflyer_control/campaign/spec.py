@@ -32,8 +32,8 @@ METRICS = ("max_abs_linear_momentum", "max_abs_angular_momentum", "com_drift_m",
 TESTBED_METRICS = ("estimation_error_base_position_m", "estimation_error_joints_rad", "testbed_safe_ticks",
                    "testbed_trip_count")
 
-RUN_KEYS = {"robot", "base", "ee", "mode", "mode_schedule", "controller", "maneuver", "duration", "rate",
-            "substeps", "base_actuation", "log_rate", "q0", "via_testbed", "faults", "engine"}
+RUN_KEYS = {"robot", "base", "ee", "mode", "mode_schedule", "controller", "controller_params", "maneuver",
+            "duration", "rate", "substeps", "base_actuation", "log_rate", "q0", "via_testbed", "faults", "engine"}
 ENGINES = {"auto": None, "python": False, "compiled": True}  # engine -> run_simulation's ``fast``
 CAMPAIGN_KEYS = {"runs", "seed", "dispersions", "criteria", "worst", "batch"}
 MAX_RUNS = 1_000_000
@@ -148,6 +148,7 @@ def parse_spec(raw, source: str = "spec") -> CampaignSpec:
     batch = _whole(raw["batch"], "batch", 1, MAX_RUNS) if raw.get("batch") is not None else None
     config = base_config(raw)  # checks the run keys as freeflyer sim does
     ff = _robot(raw, config)
+    _law_flies(config, ff)
     duration = _duration(config, ff)
     if raw.get("via_testbed"):
         _faults(raw.get("faults") or [], "faults")
@@ -178,7 +179,7 @@ def base_config(raw: Mapping):
     elif schedule:
         raise ValueError("campaign spec: mode_schedule is a string like \"0:floating,20:flying\"")
     kwargs = {}
-    for key, attr in (("robot", "robot"), ("base", "base"), ("mode", "mode"), ("controller", "controller"),
+    for key, attr in (("robot", "robot"), ("base", "base"), ("mode", "mode"),
                       ("maneuver", "maneuver"), ("base_actuation", "base_actuation")):
         if key in raw:
             if not isinstance(raw[key], str):
@@ -194,6 +195,7 @@ def base_config(raw: Mapping):
         kwargs["plant_substeps"] = _whole(raw["substeps"], "substeps", 1, 1000)
     if raw.get("ee") is not None:
         kwargs["ee"] = [raw["ee"]] if isinstance(raw["ee"], str) else list(raw["ee"])
+    kwargs["controller"] = _law(raw)
     config = SimConfig(mode_schedule=list(schedule), **kwargs)
     _choices(config)
     config.validate()
@@ -215,25 +217,56 @@ def _engine(raw: Mapping, config) -> None:
 
     if not fast.available():
         raise ValueError("campaign spec: engine: compiled needs numba: pip install 'freeflyer_control[pypi]'")
+    import dataclasses
+
     from freeflyer_control.campaign.dispersions import RunPerturbation
     from freeflyer_control.sim.fast.runner import not_covered
 
-    config.perturbation = RunPerturbation({}, 0)  # every dispersion kind takes the same path
-    reason = not_covered(config)
-    config.perturbation = None
+    compiled = config.compiled_controller
+    if compiled is None:
+        raise ValueError(f"campaign spec: engine: compiled does not cover controller {config.controller_name} "
+                         "(computed_torque and resolved_rate at their default parameters are compiled); "
+                         "use engine: auto (the Python engine flies it)")
+    # every dispersion kind takes the same path: any perturbation stands for them
+    reason = not_covered(dataclasses.replace(config, controller=compiled, perturbation=RunPerturbation({}, 0)))
     if reason:
         raise ValueError(f"campaign spec: engine: compiled does not cover these runs: {reason}; "
                          "use engine: auto (the Python engine flies them)")
 
 
+def _law(raw: Mapping):
+    """A fresh law object of the spec's ``controller`` (a name or an import path, as
+    ``--controller`` takes) with its ``controller_params`` (a mapping, checked against the law's
+    declaration): every run gets its own, so no state crosses runs."""
+    from freeflyer_control.laws import make_law
+
+    name = raw.get("controller", "computed_torque")
+    if not isinstance(name, str):
+        raise ValueError(f"campaign spec: controller must be a name or an import path module:Class, got {name!r}")
+    params = raw.get("controller_params") or {}
+    if not isinstance(params, Mapping):
+        raise ValueError("campaign spec: controller_params is a mapping name -> value, e.g. {kp: 2.0}")
+    try:
+        return make_law(name, {str(k): v for k, v in params.items()})
+    except ValueError as exc:
+        raise ValueError(f"campaign spec: controller: {exc}") from None
+
+
+def _law_flies(config, ff) -> None:
+    """Refuse a law that cannot fly the spec's maneuver on its robot (before any run)."""
+    from freeflyer_control.control.maneuvers import make_maneuver
+
+    refusal = config.controller.refuses(ff, make_maneuver(config.maneuver))
+    if refusal:
+        raise ValueError(f"campaign spec: controller {config.controller_name}: {refusal}")
+
+
 def _choices(config) -> None:
     from freeflyer_control.control.effort import BASE_ACTUATION
-    from freeflyer_control.control.loop import CONTROLLERS
     from freeflyer_control.control.maneuvers import MANEUVERS
     from freeflyer_control.physics.modes import Mode
 
     for key, value, allowed in (("mode", config.mode, [m.value for m in Mode]),
-                                ("controller", config.controller, CONTROLLERS),
                                 ("maneuver", config.maneuver, MANEUVERS),
                                 ("base_actuation", config.base_actuation, BASE_ACTUATION)):
         if value not in allowed:

@@ -1,7 +1,9 @@
 """One campaign run, and a batch of them: what a worker process executes.
 
-A run is a pure function of (spec, run index): :func:`run_config` rebuilds its SimConfig, and
-:func:`fly` returns its row (dispersed values, metrics, pass/fail, or the error it raised).
+A run is a pure function of (spec, run index): :func:`run_config` rebuilds its SimConfig (with a
+law object of its own, made from the spec's ``controller`` and ``controller_params``), and
+:func:`fly` returns its row (dispersed values, metrics, pass/fail, or the error it raised: a
+diverged plant or a failed law ends the run and fails the row).
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def fly(spec: CampaignSpec, run: int) -> dict:
     diverged = result.summary.get("plant_diverged")
     if diverged:  # the simulation stopped early: its figures cover part of the run only
         row.update(status="failed", passed=False, error=f"PlantDiverged: {diverged}")
+        return row
+    law_fault = result.summary.get("law_fault")
+    if law_fault:  # the law was stopped (control.law_guard): the run ended there
+        row.update(status="failed", passed=False, error=f"LawFault: {law_fault}")
         return row
     row.update(status="ok", passed=verdict(spec, metrics), error="")
     return row

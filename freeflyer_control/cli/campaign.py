@@ -18,6 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--workers", type=WORKERS, metavar="N", help="local worker processes (default: the CPU count)")
     where.add_argument("--scheduler", metavar="tcp://HOST:8786", help="a running Dask scheduler to send the runs to")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots and the worst runs' plots")
+    p.add_argument("--no-replay", action="store_true", help="skip the worst runs' replay.html")
     p.set_defaults(run=run, validate=validate)
 
 
@@ -48,10 +49,13 @@ def replay_command(spec_path: str, run: int, out: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from freeflyer_control.campaign import report
     from freeflyer_control.campaign.engine import CampaignProgress, run_campaign
+    from freeflyer_control.campaign.report_html import write_report
+    from freeflyer_control.cli.common import replay_wanted
     from freeflyer_control.campaign.journal import Journal
 
     spec = args.campaign_spec
     out = Path(args.out)
+    replay = replay_wanted(args, "campaign") if spec.worst else False
     journal = Journal(out, spec)
     before = len(journal.rows)
     if before:
@@ -69,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
     files = report.write_tables(spec, rows, out)
     summary = report.write_summary(spec, rows, out)
     files.append(out / "summary.json")
-    if not args.no_plots:
-        files += report.write_plots(spec, rows, out)
-    worst = report.write_worst(spec, rows, out, plots=not args.no_plots)
+    plots = [] if args.no_plots else report.write_plots(spec, rows, out)
+    files += plots
+    worst = report.write_worst(spec, rows, out, plots=not args.no_plots, replay=replay)
+    files.append(write_report(spec, rows, summary, out, report.worst_runs(spec, rows, spec.worst), plots))
     rate = summary["pass_rate"]
     lo, hi = summary["pass_rate_ci95"]
     print(f"{spec.runs} runs: {summary['runs_completed']} completed, {summary['runs_failed']} failed, "
@@ -89,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
     for run_id in report.worst_runs(spec, rows, spec.worst)[:1]:
         print(f"  worst run {run_id}, flown alone: {replay_command(args.spec, run_id, f'run_{run_id}')}")
     print(f"  any run I alone: {replay_command(args.spec, 0, 'run_I').replace(' 0 ', ' I ')}")
+    print(f"  report: {(out / 'report.html').resolve()}")
     print(f"wrote {len(files)} files and {len(worst)} worst-run folders to {out.resolve()}/")
     return 0 if not outcome.lost else 1

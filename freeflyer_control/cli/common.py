@@ -103,3 +103,29 @@ def validate_query_pose(args: argparse.Namespace) -> None:
         ff = validation_robot(args)
         positions = parse_joint_positions(ff, args.q, "--q")
         check_joint_limits(ff, positions, "--q", refuse=False, command=args.command)
+
+
+def replay_wanted(args: argparse.Namespace, command: str = "sim") -> bool:
+    """Whether to write replay.html: unless ``--no-replay``, and only with the viewer installed;
+    without it, one warning line now (before the run) and everything else is written."""
+    if getattr(args, "no_replay", False):
+        return False
+    from freeflyer_control.sim.replay import replay_missing
+
+    missing = replay_missing()
+    if missing:
+        warn(command, f"no replay.html: {missing}; --no-replay skips it without this warning")
+        return False
+    return True
+
+
+def engine_words(s: dict) -> str:
+    """"<engine> engine", with why a run is on the Python one and which plant step it took, when
+    the summary says (e.g. "python engine: not compiled: controller impedance (...); plant step:
+    compiled (numba, ready in 0.9 s)")."""
+    words = f"{s['engine']} engine"
+    reason, step = s.get("engine_reason"), s.get("plant_step")
+    if reason and step and "numba not installed" in reason:
+        step = None   # the plant step's note would say the same
+    details = [d for d in (reason, step) if d]
+    return words + (": " + "; ".join(details) if details else "")

@@ -15,12 +15,12 @@ import sys
 from typing import Sequence
 
 from freeflyer_control import __version__
-from freeflyer_control.cli import campaign, check, gjm, osi, plan, sim, testbed, workspace
+from freeflyer_control.cli import campaign, check, controllers, gjm, osi, plan, replay, sim, testbed, workspace
 from freeflyer_control.inputs.values import Number, Whole
 from freeflyer_control.cli.options import OneLineParser
 from freeflyer_control.errors import FreeFlyerError
 
-SUBCOMMANDS = (check, gjm, sim, workspace, plan, testbed, osi, campaign)
+SUBCOMMANDS = (check, gjm, sim, replay, workspace, plan, testbed, osi, campaign, controllers)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,8 +17,10 @@ from pathlib import Path
 from freeflyer_control.errors import FreeFlyerError
 from freeflyer_control.sim.output import OUTPUT_FILES
 from freeflyer_control.sim.plots import PLOT_FILES
+from freeflyer_control.sim.replay import REPLAY_HTML
+from freeflyer_control.sim.run_record import RUN_JSON
 
-RUN_FILES = OUTPUT_FILES + PLOT_FILES
+RUN_FILES = OUTPUT_FILES + PLOT_FILES + (RUN_JSON, REPLAY_HTML)
 
 
 class OutputFolderError(FreeFlyerError):

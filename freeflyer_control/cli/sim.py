@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from freeflyer_control.cli.common import (
+    engine_words,
     add_robot_arguments,
     check_joint_limits,
+    replay_wanted,
     validation_robot,
     validation_testbed,
 )
@@ -21,7 +23,6 @@ from freeflyer_control.cli.outdir import prepare_output_folder
 from freeflyer_control.cli.sim_object import ALL_OBJECT_MANEUVERS, add_object_arguments, run_object, validate_object_run
 from freeflyer_control.cli.stopping import diverged_status, run_stoppable
 from freeflyer_control.control.effort import BASE_ACTUATION
-from freeflyer_control.control.loop import CONTROLLERS
 from freeflyer_control.control.maneuvers import MANEUVERS
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.sim.limits import MAX_RATE_HZ, MAX_SUBSTEPS, MIN_RATE_HZ, run_size_problem
@@ -57,7 +58,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sim", help="closed-loop simulation of a free-flyer (no ROS)")
     add_robot_arguments(p)
     p.add_argument("--mode", default="floating", choices=[m.value for m in Mode])
-    p.add_argument("--controller", default="computed_torque", choices=CONTROLLERS)
+    p.add_argument("--controller", default="computed_torque", metavar="NAME|MODULE:CLASS",
+                   help="the control law: a name (computed_torque, resolved_rate, impedance, or one an "
+                        "installed package registers: freeflyer controllers lists them) or the import path "
+                        "of your own, e.g. my_lab.laws:SlidingMode (default computed_torque)")
+    p.add_argument("--controller-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter of the law (repeatable; freeflyer controllers NAME lists them), "
+                        "e.g. --controller-param kp=2")
+    p.add_argument("--overrun-limit", type=OVERRUN_LIMIT, default=0, metavar="N",
+                   help="stop the run when the law takes more CPU time than the control period on N "
+                        "ticks running, as a node or the testbed bridge does at 3 (default 0: count and "
+                        "report overruns only, so that a run's outcome does not depend on the machine)")
     p.add_argument("--maneuver", default="wilde", choices=MANEUVERS + ALL_OBJECT_MANEUVERS)
     p.add_argument("--duration", type=DURATION, help="seconds (default: the maneuver's own length)")
     p.add_argument("--rate", type=RATE, default=250.0,
@@ -78,7 +89,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", default="auto", choices=("auto", "python", "compiled"),
                    help="compiled: the numba lockstep (pip extra 'fast'; computed torque on the joint "
                         "maneuvers wilde and station-keeping, every mode, mode schedules, wheels, thrusters "
-                        "or ideal base actuation); auto: compiled when it applies, else python (default)")
+                        "or ideal base actuation); auto: compiled when it applies, else python (default). "
+                        "The python engine's plant step is compiled too where numba is installed (ee-contact's "
+                        "wall and capture's plants included); held objects keep the Python closed-chain step "
+                        "(the cooperative law is over two thirds of such a run: docs/benchmarks.md). A run's "
+                        "first line names its engine, why, and its plant step")
     p.add_argument("--via-testbed", metavar="CONFIG", nargs="?", const="planar_4link",
                    help="close the loop through the emulated testbed of this testbed config (a .yaml "
                         "or a bundled name; default planar_4link): capture, encoders, valves, bridge, "
@@ -98,6 +113,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the outputs of an earlier run in --out (refused without it)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-replay", action="store_true",
+                   help="skip replay.html, the run's 3-D replay in a browser (needs the 'replay' extra)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_object_arguments(p)
     p.set_defaults(run=run, validate=validate)
@@ -111,6 +128,7 @@ SUBSTEPS = Whole(1, MAX_SUBSTEPS, what="plant steps per control period")
 MASS_ERROR = Number(0.0, 1.0, hi_open=True, unit="(relative)")
 WALL_MASS = Number(0.0, 1e6, lo_open=True, unit="kg")  # a million kg is a fixed wall: leave it out
 EVENT_TIME = Number(0.0, unit="s")
+OVERRUN_LIMIT = Whole(0, 1_000_000, what="ticks")
 OPTION_NAMES = {"duration": "--duration", "rate": "--rate", "substeps": "--substeps",
                 "log_rate": "--log-rate"}
 
@@ -144,6 +162,7 @@ def validate(args: argparse.Namespace) -> None:
             raise UsageError(f"--fault: {exc}") from None
     schedule = _schedule(args)
     ff, rate, names = _robot_and_rate(args)
+    _check_law(args, ff)
     if args.q0:
         check_joint_limits(ff, parse_joint_positions(ff, args.q0, "--q0"), "--q0", refuse=True,
                            command="sim")
@@ -159,6 +178,28 @@ def validate(args: argparse.Namespace) -> None:
             if t >= duration:
                 warn("sim", f"{option} {t:g} is at or after the end of the run ({duration:g} s) and "
                             "never happens; give a longer --duration or drop it")
+
+
+def _check_law(args: argparse.Namespace, ff) -> None:
+    """Make the law (``args.law``) from --controller and --controller-param, refusing an unknown
+    law, a bad parameter, a maneuver the law cannot fly or --engine compiled for a law the
+    compiled engine does not implement, before anything runs."""
+    from freeflyer_control.control.maneuvers import make_maneuver
+    from freeflyer_control.laws import make_law, parse_assignments
+
+    try:
+        args.law = make_law(args.controller, parse_assignments(args.controller_param))
+    except ValueError as exc:
+        raise UsageError(f"--controller: {exc}") from None
+    from freeflyer_control.control.mode_switch import initial_mode
+    mode = initial_mode(args.mode, _schedule(args))[0]
+    refusal = args.law.refuses(ff, make_maneuver(args.maneuver)) or args.law.refuses_mode(Mode.parse(mode))
+    if refusal:
+        raise UsageError(refusal)
+    if args.engine == "compiled" and getattr(args.law, "compiled_name", None) is None:
+        from freeflyer_control.sim.runner import compiled_refusal
+
+        raise UsageError(compiled_refusal(args.law.label()))
 
 
 def _validate_replay(args: argparse.Namespace) -> None:
@@ -208,7 +249,8 @@ def run(args: argparse.Namespace) -> int:
         q0 = parse_joint_positions(load_robot(args.robot, base=args.base, end_effectors=args.ee),
                                    args.q0, "--q0")
     config = SimConfig(
-        robot=args.robot, base=args.base, ee=args.ee, mode=args.mode, controller=args.controller,
+        robot=args.robot, base=args.base, ee=args.ee, mode=args.mode, controller=getattr(args, "law", args.controller),
+        overrun_limit=args.overrun_limit or None,
         maneuver=args.maneuver, duration=args.duration, rate=args.rate, plant_substeps=args.substeps,
         mode_schedule=_schedule(args),
         mass_error=args.mass_error, seed=args.seed, base_actuation=args.base_actuation,
@@ -219,14 +261,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--fault, --estop-at and --reset-at need --via-testbed")
     out = prepare_output_folder(args.out, overwrite=args.overwrite)
     plots = not args.no_plots and _plots_possible()
+    replay = replay_wanted(args)
     result, stopped = run_stoppable(out, lambda stream, progress: _simulate(args, config, fast, stream, progress),
                                     as_json=args.json)
     if result is None:
         return stopped
 
-    from freeflyer_control.sim.output import write_outputs
+    from freeflyer_control.sim.writers import write_outputs
 
-    files = write_outputs(result, out, timeseries=False)
+    files = write_outputs(result, out, timeseries=False, replay=replay)
     written = list(files.values())
     if plots:
         from freeflyer_control.sim.plots import write_plots
@@ -275,7 +318,7 @@ def _figure(summary: dict, key: str, fmt: str) -> str:
 def print_summary(s: dict) -> None:
     """The summary's headline figures, testbed events and mode switches, on stdout."""
     print(f"{s['robot']}: {s['maneuver']} maneuver, {s['controller']}, mode {s['mode']}"
-          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({s['engine']} engine)")
+          f" -> {s['final_mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz ({engine_words(s)})")
     for key, label, fmt in HEADLINE:
         value = _figure(s, key, fmt)
         if key == "rms_tracking_error" and s.get(key) is not None:
@@ -284,6 +327,9 @@ def print_summary(s: dict) -> None:
     if "contact_force_rms_error_n" in s:
         for key, label, fmt in CONTACT_HEADLINE:
             print(f"  {label:<28} {_figure(s, key, fmt)}")
+    if s.get("law_overruns"):
+        print(f"  {'law overruns':<28} {s['law_overruns']} ticks over the period (longest "
+              f"{s['law_longest_tick_s'] * 1e3:.3g} ms of CPU)")
     for trip in s.get("testbed_trips") or []:
         print(f"  testbed trip at t={trip['t']:.3f} s ({trip['reaction']}): {trip['reason']}")
     for reset in s.get("testbed_resets") or []:

@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from freeflyer_control.cli.common import engine_words
 from freeflyer_control.inputs.values import Number, UsageError
 from freeflyer_control.sim.output import json_safe
 
@@ -92,7 +93,7 @@ def run_object(args: argparse.Namespace) -> int:
     if s is None or args.json:
         return code
     print(f"{s['robot']} holding {s['object']}: {s['maneuver']}, cooperative, mode {s['mode']}, "
-          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+          f"{s['duration_s']:g} s at {s['rate_hz']:g} Hz ({engine_words(s)})")
     for key, label, unit in (("object_rms_tracking_error_m", "object RMS tracking error", "m"),
                              ("internal_force_rms_error_N", "internal force RMS error", "N"),
                              ("max_grasp_constraint_error_m", "grasp constraint error (max)", "m"),
@@ -108,15 +109,17 @@ def _simulate_and_write(args: argparse.Namespace, out, simulate):
     """Run ``simulate(stream, progress)`` stoppably, write its outputs (the CSV was streamed) and,
     with ``--json``, print the summary. Returns (summary, exit status, files written); the
     summary is None when the run was stopped (its exit status is then the stop's)."""
+    from freeflyer_control.cli.common import replay_wanted
     from freeflyer_control.cli.stopping import diverged_status, run_stoppable
     from freeflyer_control.sim.cooperative import write_object_outputs
     from freeflyer_control.sim.plots import matplotlib_missing
 
+    replay = replay_wanted(args)
     result, stopped = run_stoppable(out, simulate, as_json=args.json)
     if result is None:
         return None, stopped, []
     written = write_object_outputs(result, Path(out), plots=not args.no_plots and matplotlib_missing() is None,
-                                   timeseries=False)
+                                   timeseries=False, replay=replay)
     s = result.summary
     code = diverged_status(s)
     if args.json:
@@ -136,7 +139,8 @@ def _run_capture(args: argparse.Namespace, out) -> int:
     if s is None:
         return code
     if not args.json:
-        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz")
+        print(f"{s['robot']} capturing {s['object']}: mode {s['mode']}, {s['duration_s']:g} s at {s['rate_hz']:g} Hz "
+              f"({engine_words(s)})")
         for key, label, unit in (("capture_time_s", "grasp closed at", "s"), ("time_to_rest_s", "time to rest", "s"),
                                  ("peak_grasp_force_N", "peak grasp force", "N"),
                                  ("peak_grasp_torque_Nm", "peak grasp torque", "N m"),

@@ -44,10 +44,11 @@ def run_stoppable(out: Path, simulate, *, as_json: bool = False):
 
 
 def diverged_status(summary: dict) -> int:
-    """0, or 3 after one line on stderr when the plant diverged (``summary["plant_diverged"]``,
-    the reason :class:`~freeflyer_control.physics.plant.PlantDiverged` gave); the outputs hold
-    the run up to the divergence."""
-    diverged = summary.get("plant_diverged")
+    """0, or 3 after one line on stderr when the run stopped on a fault: the plant diverged
+    (``summary["plant_diverged"]``, the reason :class:`~freeflyer_control.physics.plant.PlantDiverged`
+    gave) or the control law failed (``summary["law_fault"]``); the outputs hold the run up to
+    there."""
+    diverged = summary.get("plant_diverged") or summary.get("law_fault")
     if not diverged:
         return 0
     print(f"freeflyer sim: error: {diverged}; the simulation stopped there (exit status {EXIT_DIVERGED})",
@@ -71,6 +72,7 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
     """
     if getattr(progress, "tty", False) and getattr(progress, "shown", False):
         sys.stderr.write("\n")
+    from freeflyer_control.sim.run_record import RUN_JSON, record_of, write_run_json
     from freeflyer_control.sim.stream import interrupted_by_user
 
     interrupted = interrupted_by_user(exc)
@@ -84,10 +86,11 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
         return EXIT_INTERRUPTED
     stream.close()  # every streamed row on disk before the summary that counts them
     write_summary_json(result, out / SUMMARY_JSON)
+    write_run_json(record_of(result), out)  # what `freeflyer replay` needs to show the partial run
     s = result.summary
     why = "interrupted" if interrupted else "stopped by an error"
     print(f"freeflyer sim: {why} at t = {s['t_reached_s']:.2f} s of {s['duration_s']:g} s; partial outputs "
-          f"in {out.resolve()}/: {TIMESERIES_CSV} ({stream.rows} rows), {SUMMARY_JSON}", file=sys.stderr)
+          f"in {out.resolve()}/: {TIMESERIES_CSV} ({stream.rows} rows), {SUMMARY_JSON}, {RUN_JSON}", file=sys.stderr)
     if not interrupted:
         raise exc
     if as_json:

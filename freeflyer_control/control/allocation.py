@@ -80,6 +80,7 @@ from freeflyer_control.control.allocation_kernel import (
 )
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics import fastpath
+from freeflyer_control.physics.kernels import compile_warning
 from freeflyer_control.physics.actuators import thruster_matrix
 
 _log = logging.getLogger(__name__)
@@ -213,22 +214,8 @@ def _compiled_kernel():
     allocate_forces = _kernel_function()
     if allocate_forces is None:
         return None
-    from numba.core import event
-
-    class _Notice(event.Listener):
-        told = False
-
-        def on_start(self, ev):
-            if not self.told:  # one event per compiled function: say it once
-                self.told = True
-                _log.warning("compiling the thruster allocator (numba, first use on this machine, "
-                             "10-30 s; cached for later runs)")
-
-        def on_end(self, ev):
-            pass
-
     scratch = allocation_workspace(3, 1)  # any shapes: one compiled signature serves all
-    with event.install_listener("numba:compile", _Notice()):
+    with compile_warning("the thruster allocator", _log, "10-30 s"):
         allocate_forces(np.zeros((3, 1)), np.zeros((0, 1)), np.ones(1), np.zeros(N_PARAMS), np.zeros(3),
                         np.zeros(1), *scratch)
     return allocate_forces

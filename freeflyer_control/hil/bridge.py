@@ -38,6 +38,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.allocation import PulseWidthModulator, ThrusterAllocator
+from freeflyer_control.control.law_guard import OVER_LIMIT_FACTOR
 from freeflyer_control.physics.actuators import Actuation, local_wrench_to_world, saturate, world_wrench_to_local
 from freeflyer_control.physics.state import State, xyzw_from_rotation
 from freeflyer_control.ros.conversions import (
@@ -65,7 +66,7 @@ ARM_SETTLE_TIME = 0.25               # s
 MAX_CLOCK_SKEW = 0.5                 # s
 # A base wrench request this many times what all thrusters together give (force, N; torque
 # about base_link, N m) is a corrupt command, not a large one: refused like a NaN command.
-PLAUSIBLE_WRENCH_FACTOR = 100.0
+PLAUSIBLE_WRENCH_FACTOR = OVER_LIMIT_FACTOR
 
 
 @dataclass(frozen=True)
@@ -371,6 +372,12 @@ class TestbedBridge:
     def estop(self, now: float, reason: str = "e-stop requested") -> None:
         self._observe(now)
         self.latch.trip(now, "estop", reason)
+
+    def law_fault(self, now: float, reason: str) -> None:
+        """The controller's law failed (control.law_guard): trip ``law_fault`` with its reason
+        (the law's name, when, why) until a reset, as for any other fault."""
+        self._observe(now)
+        self.latch.trip(now, "law_fault", reason)
 
     def reset(self, now: float) -> tuple[bool, str]:
         """Clear the latched trip if its cause is gone; else say what is still wrong."""

@@ -11,6 +11,9 @@ ROS graph of ``hil_sim.launch.py`` wires them, on one simulated clock:
   estimate to the controller, whose output it receives for the next tick;
 * a bridge trip e-stops the controller (the node calls ``controller_node/estop``), and a
   successful bridge reset resets the controller's e-stop (``controller_node/reset_estop``);
+* a controller fault (its control law raised, returned non-finite or over-limit commands, or
+  overran its period) trips the bridge (``law_fault``, with the controller's reason), as the
+  node's e-stop on /estop does in the ROS graph;
 * the nodes' clock can step (``clock_steps``: a restarted simulation clock, a looping bag, an
   NTP step on the host): the bridge and the controller then read ``t + offset`` and the sample
   stamps carry the offset in force when they were taken, while the emulated plant goes on in
@@ -27,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from freeflyer_control.control.law import ControlLaw
+from freeflyer_control.control.law_guard import OVERRUN_LIMIT
 from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.physics.state import State, base_position, base_twist_world, base_yaw, joint_positions
 from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
@@ -90,18 +95,19 @@ class HilRun:
 
 
 def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: float, *,
-            mode: str = "floating", controller: str = "computed_torque", faults: Sequence[Fault] = (),
+            mode: str = "floating", controller: ControlLaw | str = "computed_torque", faults: Sequence[Fault] = (),
             events: Sequence[Event] = (), settings: EmulatorSettings | None = None, seed: int = 0,
             emulated: TestbedConfig | None = None, clock_steps: Sequence[tuple[float, float]] = (),
             on_tick: Callable[[float, BridgeOutput], None] | None = None,
-            on_control: Callable[[float, State, ControllerOutput], None] | None = None) -> HilRun:
+            on_control: Callable[[float, State, ControllerOutput], None] | None = None,
+            overrun_limit: int | None = OVERRUN_LIMIT) -> HilRun:
     """Run ``maneuver`` on the emulated testbed for ``duration`` s from ``state``.
 
     Args:
         testbed: the testbed config (the emulator imitates it; the bridge speaks it).
         maneuver: what the controller does (started at the first valid state).
         state: the emulated plant's initial state.
-        mode, controller: the controller's.
+        mode, controller: the controller's (a law object, or a built-in law's name).
         faults: injected by the emulator. events: operator actions.
         settings: the emulator's (default: the config's ``emulator`` section).
         emulated: the testbed as it really is, if not as ``testbed`` describes it (a lab's
@@ -110,13 +116,16 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             ``step`` s more (negative: back); events are at true times.
         on_tick: called after each bridge tick (tests watch commands with it).
         on_control: called after each controller tick with the true state (for recorders).
+        overrun_limit: the controller's (as on the node, 3 by default; None: overruns counted
+            only, as ``freeflyer sim --via-testbed`` and campaigns fly, so that their outcome
+            does not depend on the machine).
     """
     ff = testbed.robot
     dt = testbed.period
     emulator = TestbedEmulator(emulated or testbed, state, settings=settings, faults=faults, seed=seed)
     bridge = TestbedBridge(testbed)
     ctrl = ControllerServer(ff, rate=testbed.rate, controller=controller, mode=mode, base_actuation="ideal",
-                            maneuver=maneuver)
+                            maneuver=maneuver, overrun_limit=overrun_limit)
     pending = sorted(events, key=lambda e: e.time)
     steps = sorted((float(at), float(step)) for at, step in clock_steps)
     if not all(np.isfinite(at) and np.isfinite(step) for at, step in steps):
@@ -170,6 +179,8 @@ def run_hil(testbed: TestbedConfig, maneuver: Maneuver, state: State, duration: 
             ctrl.on_joint_state(ff.joint_names, out.joints.positions, out.joints.velocities, now)
             ctrl.on_base_odometry(out.base, now)
         control = ctrl.tick(now)
+        if control.status == "fault" and not bridge.latch.tripped:
+            bridge.law_fault(now, f"controller fault: {control.reason}")
         bridge.on_controller(control.actuation, now)
         if on_control is not None:
             on_control(t, emulator.state, control)

@@ -47,7 +47,7 @@ REACTIONS = {
     "estop": OFF, "capture_stale": OFF, "capture_invalid": OFF, "capture_jump": OFF, "capture_frame": OFF,
     "encoders_stale": OFF, "encoders_invalid": OFF, "commands_stale": OFF,
     "joint_speed": OFF, "joint_range": OFF, "wheel_speed": OFF, "geofence": BRAKE, "base_speed": BRAKE,
-    "clock_step": OFF, "fault": OFF,
+    "clock_step": OFF, "fault": OFF, "law_fault": OFF,
 }
 # Below these the braking law stops pushing: estimate noise must not fire valves forever.
 BRAKE_DEADBAND_SPEED = 0.01    # m/s

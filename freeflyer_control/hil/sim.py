@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -54,6 +55,7 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
                          f"drop --robot or give a testbed config for {config.robot}")
     if config.mass_error:
         raise ValueError("--mass-error is not emulated with --via-testbed (the testbed runs the robot's own model)")
+    config = replace(config, robot=tb.robot_source)  # the robot flown, as its records name it (run.json)
     maneuver = make_maneuver(config.maneuver)
     state = initial_state(ff, config, maneuver)
     duration = float(config.duration or maneuver.duration)
@@ -85,7 +87,8 @@ def run_via_testbed(config: SimConfig, testbed: str, *, faults: Sequence[Fault] 
     wall0 = time.perf_counter()
     with keeps_partial(stream, partial):
         run = run_hil(tb, maneuver, state, duration, mode=mode, controller=config.controller, events=events,
-                      faults=faults, settings=settings, seed=seed, on_control=record)
+                      faults=faults, settings=settings, seed=seed, on_control=record,
+                      overrun_limit=config.overrun_limit)
     if progress is not None:
         progress(duration, duration)
     result = SimResult(ff, config, recorder.series(), recorder.columns)

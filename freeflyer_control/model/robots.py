@@ -57,3 +57,20 @@ def load_robot(
         )
     return load_robot(config_path, base=base, end_effectors=end_effectors, root=root,
                       floating_only=floating_only)
+
+
+def urdf_path(robot: str | Path) -> Path | None:
+    """The URDF file behind ``robot`` (as :func:`load_robot` takes it): the one a bundled robot
+    or a robot config names, or the ``.urdf`` path itself; None for URDF text or a config
+    without one. Relative mesh paths in the URDF are relative to its folder."""
+    text = str(robot)
+    if text.lstrip().startswith("<"):
+        return None
+    path = Path(text)
+    if path.suffix in (".urdf", ".xml"):
+        return path
+    if path.suffix not in (".yaml", ".yml"):
+        path = robot_config_dir() / f"{text}.yaml"
+    if not path.is_file():
+        return None
+    return load_robot_config(path).urdf

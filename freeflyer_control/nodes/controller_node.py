@@ -15,8 +15,20 @@ Publishes at ``rate``:
   /base/wrench_command         geometry_msgs/WrenchStamped  base wrench, world (base_actuation=ideal)
   /mode                        std_msgs/String, transient local: the mode in force
   /diagnostics, /freeflyer/targets (visualization_msgs/MarkerArray, 10 Hz while a target is set)
-Parameters ``mode`` and ``controller`` (computed_torque, resolved_rate, impedance) can be set at
-run time; an impossible mode is refused with the reason. The control laws' one-time warnings (resolved rate's "task
+  /freeflyer/actuation         visualization_msgs/MarkerArray, 10 Hz: the plume of each firing
+                               thruster (arrow in base_link from the nozzle, opposite to its force
+                               on the base, THRUSTER_ARROW_M at full force) and the base attitude error (arrow along its rotation vector
+                               at the base, ATTITUDE_ARROW_M_PER_RAD, with its angle in degrees)
+Parameters ``mode`` and ``controller`` can be set at run time; an impossible mode is refused with
+the reason. ``controller`` chooses among the laws the read-only ``controllers`` parameter loaded
+at launch (names: the built-in computed_torque, resolved_rate, impedance or one an installed
+package registers; or import paths ``my_lab.laws:SlidingMode``; the launch-time ``controller`` is
+added to them): a parameter set over the ROS graph never imports code. Each loaded law's declared
+parameters are read-only parameters ``controller_params.<law>.<name>`` (typed, with their ranges).
+A law that fails (raises, non-finite or wildly over-limit commands, slower than its period)
+gives zero commands (status ``fault``, its name and the reason logged and on /diagnostics) and
+latches the e-stop, published on /estop so that a testbed bridge trips too; ~/reset_estop
+resumes. The control laws' one-time warnings (resolved rate's "task
 rows > joints", the impedance law's singular Lambda*) are logged once and listed on
 /diagnostics (``controller_warnings``, ``controller_warning_<n>``). ``max_base_speed`` / ``max_base_rate`` bound a plausible base odometry (beyond
 them the commands are zero, status ``implausible``). A step of the node's clock (status
@@ -50,6 +62,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from freeflyer_control.control.effort import BASE_ACTUATION
 from freeflyer_control.control.loop import CONTROLLERS
+from freeflyer_control.runtime.law_set import LawSet
 from freeflyer_control.hil.schedule import deliver_pending
 from freeflyer_control.nodes.common import (
     COMMAND_QOS,
@@ -64,19 +77,29 @@ from freeflyer_control.nodes.common import (
     queued_inputs,
     quiet_publisher,
     robot_from_parameters,
+    StartupError,
     spin_node,
     state_subscription,
 )
 from freeflyer_control.model.objects import load_object
 from freeflyer_control.physics.modes import Mode
+from freeflyer_control.physics.state import base_position
 from freeflyer_control.ros.conversions import MessageError, finite_array, read_odometry
+from freeflyer_control.runtime.actuation_view import base_attitude_error, thruster_arrows
 from freeflyer_control.runtime.controller_server import CLOCK_SETTLE_TIME, ControllerOutput, ControllerServer
 from freeflyer_control.runtime.lockstep import base_wrench6
 from freeflyer_control.runtime.plausibility import DEFAULT_MAX_BASE_RATE, DEFAULT_MAX_BASE_SPEED
 
+# rviz arrows of /freeflyer/actuation: a thruster at its maximum force, m; the base attitude
+# error, m per rad (0.1 rad, 5.7 deg, is 20 cm: visible beside a base of tens of centimetres).
+THRUSTER_ARROW_M = 0.25
+ATTITUDE_ARROW_M_PER_RAD = 2.0
+
 PARAMS = ROBOT_PARAMS + (
     Param("rate", 500.0, "control rate, Hz", range=(1.0, 2000.0), read_only=True),
-    Param("controller", "computed_torque", "control law (settable at run time)", choices=CONTROLLERS),
+    Param("controller", "computed_torque", "control law (settable at run time, among controllers)"),
+    Param("controllers", list(CONTROLLERS), "the laws controller may name, loaded at launch: names or import "
+          "paths module:Class (their parameters: controller_params.<law>.<name>)", read_only=True),
     Param("mode", "floating", "maneuvering mode (settable at run time; refused if the robot lacks the "
           "actuators)", choices=tuple(m.value for m in Mode)),
     Param("base_actuation", "thrusters", "how base wrenches are produced", choices=BASE_ACTUATION,
@@ -109,7 +132,8 @@ class ControllerNode(Node):
         super().__init__("controller_node")
         p = declare(self, PARAMS)
         self.ff = robot_from_parameters(p)
-        self.server = ControllerServer(self.ff, rate=p["rate"], controller=p["controller"], mode=p["mode"],
+        laws = self._load_laws(p)
+        self.server = ControllerServer(self.ff, rate=p["rate"], controller=p["controller"], laws=laws, mode=p["mode"],
                                        watchdog_timeout=p["watchdog_timeout"] or None,
                                        base_actuation=p["base_actuation"], max_base_speed=p["max_base_speed"],
                                        max_base_rate=p["max_base_rate"],
@@ -124,8 +148,10 @@ class ControllerNode(Node):
         self.pub_mode = quiet_publisher(self, String, "mode", LATCHED_QOS)
         self.pub_diag = quiet_publisher(self, DiagnosticArray, "diagnostics", 10)
         self.pub_targets = quiet_publisher(self, MarkerArray, "freeflyer/targets", COMMAND_QOS)
+        self.pub_actuation = quiet_publisher(self, MarkerArray, "freeflyer/actuation", COMMAND_QOS)
         self.msg_arm, self.msg_wheels, self.msg_thrust = (VectorMessage(label)
                                                           for label in ("arm_joints", "wheels", "thrusters"))
+        self.pub_estop = quiet_publisher(self, Bool, "estop", COMMAND_QOS)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         # Reliable and volatile: matches every reliable publisher, volatile ones (`ros2 topic
         # pub`, joystick nodes) as well as transient-local ones. A transient-local subscription
@@ -163,6 +189,21 @@ class ControllerNode(Node):
             law = f"capture of '{p['capture_object']}' (approach, then rest)"
         self.get_logger().info(f"controlling {self.ff.name}: {law}, mode {p['mode']}, "
                                f"{p['rate']:g} Hz")
+
+    def _load_laws(self, p) -> dict:
+        """The laws of ``controllers`` (and ``controller``), each with its declared parameters
+        under controller_params.<law>.<name>; a law that cannot be loaded or a parameter it
+        refuses ends the node (exit code 1) with the message."""
+        try:
+            self.law_set = law_set = LawSet.load(p["controllers"], p["controller"])
+            p["controller"] = law_set.name_of(p["controller"])
+            values = declare(self, [Param(name, decl.default, f"{decl.description} ({decl.accepted()})",
+                                          range=decl.range, choices=decl.choices, read_only=True)
+                                    for name, decl in law_set.declarations()])
+            return law_set.build(values)
+        except ValueError as exc:
+            self.get_logger().fatal(" ".join(str(exc).split()))
+            raise StartupError(str(exc)) from None
 
     # --- inputs -------------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
@@ -278,7 +319,7 @@ class ControllerNode(Node):
                 self.server.set_internal_force(float(prm.value))
             elif prm.name == "controller":
                 try:
-                    self.server.set_controller(prm.value)
+                    self.server.set_controller(self.law_set.name_of(prm.value))
                 except ValueError as exc:
                     return param_result(str(exc))
         for prm in params:
@@ -315,10 +356,12 @@ class ControllerNode(Node):
             # control rate; /diagnostics counts every zeroed tick.
             self.get_logger().warning(f"commands zeroed ({out.status}): {out.reason}",
                                       throttle_duration_sec=1.0)
-        if out.info is not None and out.info.tasks and self.server.stats.ticks >= self.next_markers_tick:
+        if self.server.stats.ticks >= self.next_markers_tick:
             # For rviz: 10 Hz is plenty, and a MarkerArray per tick costs the loop at 500 Hz.
             self.next_markers_tick = self.server.stats.ticks + self.markers_every
-            self.pub_targets.publish(self._target_markers(out.info.tasks))
+            if out.info is not None and out.info.tasks:
+                self.pub_targets.publish(self._target_markers(out.info.tasks))
+            self.pub_actuation.publish(self._actuation_markers(out))
         self.last = out
 
     def _log_events(self) -> None:
@@ -331,8 +374,12 @@ class ControllerNode(Node):
             self.logged_steps = stats.clock_steps
         if stats.faults != self.logged_faults:
             if self.last is None or self.last.status != "fault":
-                self.get_logger().error(f"commands zeroed (fault): {stats.last_fault}")
+                self.get_logger().error(f"commands zeroed (fault): {stats.last_fault}; e-stop latched and "
+                                        "published on /estop (call ~/reset_estop to resume)")
             self.logged_faults = stats.faults
+            if not self.server.estopped:  # a failed law is not trusted again until someone resets
+                self.server.estop(now_s(self), f"fault: {stats.last_fault}")
+                self.pub_estop.publish(Bool(data=True))
 
     def _wrench(self, w: np.ndarray) -> WrenchStamped:
         msg = WrenchStamped()
@@ -355,10 +402,49 @@ class ControllerNode(Node):
             markers.append(mk)
         return MarkerArray(markers=markers)
 
+    def _actuation_markers(self, out: ControllerOutput) -> MarkerArray:
+        """The thrusters firing now and the base attitude error (runtime.actuation_view)."""
+        stamp = self.get_clock().now().to_msg()
+        clear = Marker()
+        clear.header.stamp, clear.action = stamp, Marker.DELETEALL  # thrusters that stopped
+        markers = [clear]
+
+        def arrow(ns, ident, frame, start, end, rgba, shaft):
+            mk = Marker()
+            mk.header.frame_id, mk.header.stamp = frame, stamp
+            mk.ns, mk.id, mk.type, mk.action = ns, ident, Marker.ARROW, Marker.ADD
+            mk.pose.orientation.w = 1.0
+            mk.points = [Point(x=float(start[0]), y=float(start[1]), z=float(start[2])),
+                         Point(x=float(end[0]), y=float(end[1]), z=float(end[2]))]
+            mk.scale.x, mk.scale.y, mk.scale.z = shaft, 2.0 * shaft, 3.0 * shaft
+            mk.color.r, mk.color.g, mk.color.b, mk.color.a = rgba
+            return mk
+
+        for i, a in enumerate(thruster_arrows(self.ff, out.actuation.thruster_forces, THRUSTER_ARROW_M)):
+            markers.append(arrow("thrusters", i, self.ff.base_link, a.start, a.end, (1.0, 0.25, 0.0, 1.0), 0.012))
+        state, info = self.server.state, out.info
+        if state is not None and info is not None and info.base_reference is not None:
+            error = base_attitude_error(self.ff, state.q, info.base_reference)
+            origin = base_position(self.ff, state.q)
+            markers.append(arrow("attitude_error", 0, "world", origin, origin + ATTITUDE_ARROW_M_PER_RAD * error,
+                                 (0.9, 0.1, 0.6, 1.0), 0.015))
+            text = Marker()
+            text.header.frame_id, text.header.stamp = "world", stamp
+            text.ns, text.id, text.type, text.action = "attitude_error", 1, Marker.TEXT_VIEW_FACING, Marker.ADD
+            text.pose.position = Point(x=float(origin[0]), y=float(origin[1]), z=float(origin[2]) + 0.5)
+            text.pose.orientation.w = 1.0
+            text.scale.z = 0.08
+            text.color.r, text.color.g, text.color.b, text.color.a = 0.9, 0.1, 0.6, 1.0
+            text.text = f"attitude error {np.degrees(np.linalg.norm(error)):.2f} deg"
+            markers.append(text)
+        return MarkerArray(markers=markers)
+
     def _diagnose(self) -> None:
         s = self.server
         status = self.last.status if self.last else "waiting"
+        timing = s.loop.guard.timing
         values = {"mode": s.mode.value, "controller": s.loop.controller, "status": status,
+                  "law_overruns": timing.overruns, "law_longest_tick_ms": f"{timing.longest_s * 1e3:.3g}",
                   "ticks": s.stats.ticks, "zero_command_ticks": s.stats.zero_ticks,
                   "refused_messages": s.stats.errors.total, "last_refusal": s.stats.errors.last,
                   "trips": len(s.stats.trips), "clock_steps": s.stats.clock_steps,

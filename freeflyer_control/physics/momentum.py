@@ -98,6 +98,18 @@ def world_momentum(ff: FreeFlyerModel, data: pin.Data, state: State) -> np.ndarr
     return planar_components(ff, np.concatenate([h[:3], L_O]))
 
 
+def centroidal_from_world(ff: FreeFlyerModel, h_world: np.ndarray, com: np.ndarray) -> np.ndarray:
+    """[P; L_C] (planar [Px, Py, L_Cz]), world axes, from the momentum about the world origin
+    ``h_world`` (:func:`world_momentum`) and the system CoM ``com`` (world, m): L_C = L_O - c x P.
+    Once per plant step: on Python floats."""
+    cx, cy, cz = com.tolist()
+    if ff.base == "planar":
+        Px, Py, L = h_world.tolist()
+        return np.array([Px, Py, L - (cx * Py - cy * Px)])
+    P0, P1, P2, L0, L1, L2 = h_world.tolist()
+    return np.array([P0, P1, P2, L0 - (cy * P2 - cz * P1), L1 - (cz * P0 - cx * P2), L2 - (cx * P1 - cy * P0)])
+
+
 def world_momentum_to_base_rows(ff: FreeFlyerModel, q: np.ndarray, h_world: np.ndarray) -> np.ndarray:
     """[R^T P; R^T L_B] (planar [R^T P_xy; L_Bz]): the momentum rows M[:nb] v of the base
     equations, from the momentum about the world origin (see :func:`world_momentum`)."""
@@ -107,12 +119,18 @@ def world_momentum_to_base_rows(ff: FreeFlyerModel, q: np.ndarray, h_world: np.n
         Px, Py, L_Oz = h_world.tolist()
         # R^T P with R the yaw rotation [[c, -s], [s, c]]; L_Bz = L_Oz - (r_B x P)_z.
         return np.array([c * Px + s * Py, -s * Px + c * Py, L_Oz - (x * Py - y * Px)])
-    R = base_rotation(ff, q)
-    P, L_O = h_world[:3], h_world[3:]
-    rows = np.empty(6)
-    rows[:3] = P @ R  # R^T P
-    rows[3:] = (L_O - cross3(q[:3], P)) @ R
-    return rows
+    x, y, z, qx, qy, qz, qw = q[:7].tolist()
+    P0, P1, P2, L0, L1, L2 = h_world.tolist()
+    Lx, Ly, Lz = L0 - (y * P2 - z * P1), L1 - (z * P0 - x * P2), L2 - (x * P1 - y * P0)  # L_B
+    # R (world <- base_link) of the unit quaternion, Eigen's toRotationMatrix (state.base_rotation_into)
+    tx, ty, tz = 2.0 * qx, 2.0 * qy, 2.0 * qz
+    twx, twy, twz, txx, txy, txz = tx * qw, ty * qw, tz * qw, tx * qx, ty * qx, tz * qx
+    tyy, tyz, tzz = ty * qy, tz * qy, tz * qz
+    r00, r01, r02 = 1.0 - (tyy + tzz), txy - twz, txz + twy
+    r10, r11, r12 = txy + twz, 1.0 - (txx + tzz), tyz - twx
+    r20, r21, r22 = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+    return np.array([r00 * P0 + r10 * P1 + r20 * P2, r01 * P0 + r11 * P1 + r21 * P2, r02 * P0 + r12 * P1 + r22 * P2,
+                     r00 * Lx + r10 * Ly + r20 * Lz, r01 * Lx + r11 * Ly + r21 * Lz, r02 * Lx + r12 * Ly + r22 * Lz])
 
 
 def base_wrench_about_world_origin(ff: FreeFlyerModel, q: np.ndarray, tau_base: np.ndarray) -> np.ndarray:

@@ -15,10 +15,12 @@ come out of the exponential map.
 Momentum projection. The total momentum about the world origin, h = [P; L_O], obeys
 h' = (external wrench), whatever the joints do. The plant integrates h alongside (q, v) with
 the same RK4 weights (exactly, when no external wrench acts) and, after each step, re-solves
-the base velocity from it: v_b = M_bb^-1 (h_b(q) - M_bj qdot). This is the standard projection
-method for an invariant (Hairer, Lubich & Wanner, Geometric Numerical Integration, IV.4): the
-correction is of the size of the RK4 local error, so the order stays 4, and in floating mode
-P and L stay at their initial values to round-off instead of drifting by O(dt^4) per second.
+the base velocity from it: v_b = M_bb^-1 (h_b(q) - M_bj qdot) (here v_b + Ag_b^-1 (h - Ag v) with
+Pinocchio's centroidal momentum map Ag, the same velocity; the compiled step uses M). This is the
+standard projection method for an invariant (Hairer, Lubich & Wanner, Geometric Numerical
+Integration, IV.4): the correction is of the size of the RK4 local error, so the order stays 4,
+and in floating mode P and L stay at their initial values to round-off instead of drifting by
+O(dt^4) per second.
 
 Actuation is held constant over a step (zero-order hold), as a digital controller would.
 
@@ -54,19 +56,30 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from scipy.linalg.blas import dnrm2
+from scipy.linalg.lapack import dgesv
 
 from freeflyer_control.errors import FreeFlyerError
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
-from freeflyer_control.physics.linalg import quadratic_form_upper, solve_spd_upper
-from freeflyer_control.physics.dynamics import forward_dynamics, kinetic_energy
+from freeflyer_control.physics.energy_balance import ENERGY_ATOL, ENERGY_RTOL, energy_explained  # noqa: F401 (API)
+from freeflyer_control.physics.linalg import solve_spd_upper
+from freeflyer_control.physics.dynamics import kinetic_energy
 from freeflyer_control.physics.momentum import (
     base_wrench_about_world_origin,
+    centroidal_from_world,
     centroidal_momentum,
     world_momentum,
     world_momentum_to_base_rows,
 )
 from freeflyer_control.physics.state import State
+
+
+# Pinocchio's calls of every plant step as module names (an attribute lookup on pin costs ~40 ns).
+# aba and crba return arrays of their own (not views of pin.Data, which the next call overwrites):
+# no copy needed (test_plant_hot_paths holds the binding to it).
+_aba, _ccrba, _crba, _integrate, _kinetic_energy = (pin.aba, pin.ccrba, pin.crba, pin.integrate,
+                                                   pin.computeKineticEnergy)
+_PLANAR_ROWS = np.array([0, 1, 5])  # Px, Py, Lz of a spatial momentum
 
 
 def base_bracket(base: str, xi: np.ndarray, eta: np.ndarray) -> np.ndarray:
@@ -101,11 +114,31 @@ def _bracket(base: str, xi: list, eta: list) -> list:
 def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
     """theta' for body velocity ``v`` at algebra point ``theta`` (base part corrected)."""
     out = v.copy()
-    t, vb = theta[:nb].tolist(), v[:nb].tolist()
-    first = _bracket(base, t, vb)
-    second = _bracket(base, t, first)
-    out[:nb] = [x + 0.5 * a + b / 12.0 for x, a, b in zip(vb, first, second)]
+    out[:nb] = _dexp_inv_base(base, theta.tolist()[:nb], v.tolist()[:nb])
     return out
+
+
+def _dexp_inv_base(base: str, theta: list, v: list) -> list:
+    """The base part of :func:`dexp_inv` on floats: v + 1/2 [theta, v] + 1/12 [theta, [theta, v]]
+    of the base parts of theta and v (lists)."""
+    if base == "planar":
+        first = _bracket(base, theta, v)
+        second = _bracket(base, theta, first)
+        return [x + 0.5 * a + b / 12.0 for x, a, b in zip(v, first, second)]
+    # Spatial: the two brackets of _bracket written out (three plant stages a step, where the calls
+    # and their lists cost as much as the arithmetic).
+    v1x, v1y, v1z, w1x, w1y, w1z = theta
+    v2x, v2y, v2z, w2x, w2y, w2z = v
+    f0 = (w1y * v2z - w1z * v2y) + (v1y * w2z - v1z * w2y)
+    f1 = (w1z * v2x - w1x * v2z) + (v1z * w2x - v1x * w2z)
+    f2 = (w1x * v2y - w1y * v2x) + (v1x * w2y - v1y * w2x)
+    f3, f4, f5 = w1y * w2z - w1z * w2y, w1z * w2x - w1x * w2z, w1x * w2y - w1y * w2x
+    g0 = (w1y * f2 - w1z * f1) + (v1y * f5 - v1z * f4)
+    g1 = (w1z * f0 - w1x * f2) + (v1z * f3 - v1x * f5)
+    g2 = (w1x * f1 - w1y * f0) + (v1x * f4 - v1y * f3)
+    g3, g4, g5 = w1y * f5 - w1z * f4, w1z * f3 - w1x * f5, w1x * f4 - w1y * f3
+    return [v2x + 0.5 * f0 + g0 / 12.0, v2y + 0.5 * f1 + g1 / 12.0, v2z + 0.5 * f2 + g2 / 12.0,
+            w2x + 0.5 * f3 + g3 / 12.0, w2y + 0.5 * f4 + g4 / 12.0, w2z + 0.5 * f5 + g5 / 12.0]
 
 
 # A velocity past these is taken for a blow-up, not physics: a joint faster than VELOCITY_MARGIN
@@ -116,26 +149,11 @@ def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray
 # orders of magnitude beyond any table or orbital manipulation maneuver.
 VELOCITY_MARGIN = 10.0
 SPEED_BOUND = 100.0
-# Unexplained energy gain over one step, relative to the energy involved (T before + T after +
-# |work|). A stable step leaves round-off to ~1e-4 (the power balance holds to RK4's O(h^5);
-# measured on the bundled robots with joint rates up to 1 rad/s: < 2e-4 at 20 Hz, up to 4e-3 for
-# spatial_7dof at 10 Hz); an unstable one multiplies the energy step after step, so the residual is
-# O(1) (5 % in the first step of a 10 Hz arm at its effort limits, 36 % at the end of a 1 Hz
-# end-effector maneuver). 1 % stops that in its first step or two, long before NaN.
-ENERGY_RTOL = 1e-2
-# J: below this the power balance is round-off (a robot at rest, a zero-torque step).
-ENERGY_ATOL = 1e-9
-
-
-def energy_explained(energy_before: float, energy: float, work: float) -> bool:
-    """True when a step's kinetic energy change (J) is the work of the applied forces (J) within
-    ``ENERGY_RTOL`` of the energy involved (+ ``ENERGY_ATOL``); only a gain counts. False for NaN.
-
-    A plain function of floats on purpose: the compiled simulation engine runs this same
-    function after each of its plant steps (control/kernels/computed_torque.py).
-    """
-    unexplained = energy - energy_before - work
-    return unexplained <= ENERGY_RTOL * (energy_before + energy + abs(work)) + ENERGY_ATOL
+# Generalized forces (N, N m) and velocities (m/s, rad/s) whose norms are below this cannot overflow
+# a step (accelerations M^-1 (tau - b) stay below ~1e110 for any physical inertia, far from the
+# 1e308 of an overflow), so the step runs without numpy's error-state context (~1 us); otherwise,
+# or with NaN, inside one. An accepted step leaves the velocities within the divergence bounds.
+QUIET_FORCES = 1e100
 
 
 def energy_reason(energy_before: float, energy: float, work: float) -> str:
@@ -221,10 +239,16 @@ class Plant:
         if not (dt > 0 and np.isfinite(dt)):
             raise ValueError(f"dt must be a positive number of seconds, got {dt}")
         self.ff = ff
+        self._model = ff.model   # the hot path's Pinocchio calls, without ff's attribute lookups
+        # The accelerations are Pinocchio's ABA unless a subclass adds to them (the closed chain).
+        self._open_chain = type(self).acceleration is Plant.acceleration
         self.data = ff.create_data()
         self.dt = float(dt)
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
+        self._v_shape = (ff.model.nv,)
+        self._base_nb = (ff.base, ff.nb)
+        self._steps = (None,)   # (dt, dt/2, dt, dt/6 as 0-d arrays) of the last step
         self.v_bounds = velocity_bounds(ff)
         self.contact = None
         self.last_contact_impulse = np.zeros(ff.nb)
@@ -241,6 +265,7 @@ class Plant:
         if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
             raise ValueError("plant state must be finite; got NaN or Inf in q or v")
         self._state = state.copy()
+        self._quiet_state = dnrm2(self._state.v) <= QUIET_FORCES
         self.momentum_world = world_momentum(self.ff, self.data, self._state)
         self._energy = kinetic_energy(self.ff, self.data, self._state.q, self._state.v)
         self.diverged: str | None = None
@@ -252,7 +277,7 @@ class Plant:
             if self._contact_stages is not None:
                 self._contact_stages.append((c, v))
             tau = tau + c.tau
-        return forward_dynamics(self.ff, self.data, q, v, tau)
+        return _aba(self._model, self.data, q, v, tau)   # physics.dynamics.forward_dynamics
 
     def step(self, actuation: Actuation | None = None, *, tau: np.ndarray | None = None) -> State:
         """Advance one step under ``actuation`` (or raw generalized forces ``tau``, (nv,),
@@ -264,16 +289,18 @@ class Plant:
         """
         if self.diverged is not None:
             raise PlantDiverged(self.diverged, self.t)
-        q0, v0 = self.state.q, self.state.v
-        if tau is None:
-            # Saturation (e.g. wheel speed limits) is decided once per step, at its start.
-            tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0)
+        q0, v0 = self._state.q, self._state.v
+        # Saturation (e.g. wheel speed limits) is decided once per step, at its start.
+        tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0) if tau is None else self.forces(tau)
         try:
-            # A diverging step overflows on its way to the check below, which says why in one
-            # line: numpy's overflow warnings would only repeat it, less clearly (0.7 us a step).
-            with np.errstate(over="ignore", invalid="ignore"):
-                q_new, v_new, momentum, work, M = self._integrate(q0, v0, tau)
-            reason = self._divergence(q_new, v_new, work, M)
+            if dnrm2(tau) <= QUIET_FORCES and self._quiet_state:
+                q_new, v_new, momentum, work = self._integrate(q0, v0, tau)
+            else:
+                # A diverging step overflows on its way to the check below, which says why in one
+                # line: numpy's overflow warnings would only repeat it, less clearly.
+                with np.errstate(over="ignore", invalid="ignore"):
+                    q_new, v_new, momentum, work = self._integrate(q0, v0, tau)
+            reason = self._divergence(q_new, v_new, work)
         except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN inside Pinocchio or LAPACK
             reason = f"the dynamics could not be evaluated ({exc})"
         if reason is not None:
@@ -286,55 +313,84 @@ class Plant:
             self.contact.after_step(self.last_contact_impulse, self.dt)
         return self._state
 
+    def forces(self, tau) -> np.ndarray:
+        """Raw generalized forces ``tau`` as the step takes them: a contiguous float array (nv,)
+        (Pinocchio's velocity coordinates: base wrench in base_link axes, N and N m; joint
+        forces, N m or N).
+
+        Raises:
+            ValueError: ``tau`` has not nv entries.
+        """
+        tau = np.ascontiguousarray(tau, dtype=float)
+        if tau.shape != self._v_shape:
+            raise ValueError(f"tau must have {self._v_shape[0]} entries (the model's velocity "
+                             f"coordinates: base wrench, then joint forces); got shape {tau.shape}")
+        return tau
+
     def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
         """One RKMK4 step with momentum projection (see the module docstring).
 
-        Returns (q, v, world momentum, work of ``tau`` over the step J, upper-triangular M at q).
+        Returns (q, v, world momentum, work of ``tau`` over the step J).
         """
-        ff, model, h = self.ff, self.ff.model, self.dt
-        base, nb = ff.base, ff.nb
+        ff, model, data, h = self.ff, self._model, self.data, self.dt
+        base, nb = self._base_nb
+        integrate = _integrate
 
         self._contact_stages = [] if self.contact is not None else None
+        # Pinocchio's ABA straight away unless a contact or a subclass (the closed chain) adds to
+        # the accelerations: the hook's two Python calls cost more than their arithmetic.
+        acc = None if self.contact is None and self._open_chain else self.acceleration
         # Stage arithmetic on whole vectors, a few temporaries each: at nv ~ 13 a NumPy call costs
-        # more than its flops, so the stage sums are written with as few calls as possible.
-        hh = 0.5 * h
-        k1v = self.acceleration(q0, v0, tau)
-        th = hh * v0
-        v2 = hh * k1v
+        # more than its flops, so the stage sums are written with as few calls as possible. The
+        # stage derivatives of theta, k_t = dexp^-1_th(v_k), differ from v_k on the base only,
+        # which is corrected on Python floats.
+        hh, h6 = 0.5 * h, h / 6.0
+        # The same step sizes as 0-d arrays for the vector products: NumPy converts a Python float
+        # on every call (a third of a product's cost here).
+        if self._steps[0] != h:
+            self._steps = (h, np.array(hh), np.array(h), np.array(h6))
+        _, hh_, h_, h6_ = self._steps
+        # The stages are written out, not looped or factored into a helper: a Python call costs
+        # about 0.3 us a stage here, a hundredth of the step.
+        k1v = _aba(model, data, q0, v0, tau) if acc is None else acc(q0, v0, tau)
+        th = hh_ * v0  # h/2 k1t, k1t = v0
+        v2 = hh_ * k1v
         v2 += v0
-        k2t = dexp_inv(base, nb, th, v2)
-        q2 = pin.integrate(model, q0, th)
-        k2v = self.acceleration(q2, v2, tau)
-        th = hh * k2t
-        v3 = hh * k2v
+        k2t = v2.copy()
+        k2t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v2.tolist()[:nb])
+        q2 = integrate(model, q0, th)
+        k2v = _aba(model, data, q2, v2, tau) if acc is None else acc(q2, v2, tau)
+        th = hh_ * k2t
+        v3 = hh_ * k2v
         v3 += v0
-        k3t = dexp_inv(base, nb, th, v3)
-        q3 = pin.integrate(model, q0, th)
-        k3v = self.acceleration(q3, v3, tau)
-        th = h * k3t
-        v4 = h * k3v
+        k3t = v3.copy()
+        k3t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v3.tolist()[:nb])
+        q3 = integrate(model, q0, th)
+        k3v = _aba(model, data, q3, v3, tau) if acc is None else acc(q3, v3, tau)
+        th = h_ * k3t
+        v4 = h_ * k3v
         v4 += v0
-        k4t = dexp_inv(base, nb, th, v4)
-        q4 = pin.integrate(model, q0, th)
-        k4v = self.acceleration(q4, v4, tau)
+        k4t = v4.copy()
+        k4t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v4.tolist()[:nb])
+        q4 = integrate(model, q0, th)
+        k4v = _aba(model, data, q4, v4, tau) if acc is None else acc(q4, v4, tau)
 
-        h6 = h / 6.0
         theta = k2t + k3t
-        theta *= 2.0
+        theta += theta  # x 2, exactly
         theta += v0  # k1t = v0
         theta += k4t
-        theta *= h6
-        q_new = pin.integrate(model, q0, theta)
+        theta *= h6_
+        q_new = integrate(model, q0, theta)
         v_new = k2v + k3v
-        v_new *= 2.0
+        v_new += v_new  # x 2, exactly
         v_new += k1v
         v_new += k4v
-        v_new *= h6
+        v_new *= h6_
         v_new += v0
 
         tau_b = tau[:nb]
         momentum = self.momentum_world
-        if tau_b.any():
+        if any(tau_b.tolist()):  # NaN counts as non-zero, as in ndarray.any, at a fifth of its cost
             # h' = wrench about the world origin, evaluated at the same stages (base pose only).
             w1 = base_wrench_about_world_origin(ff, q0, tau_b)
             w2 = base_wrench_about_world_origin(ff, q2, tau_b)
@@ -348,27 +404,43 @@ class Plant:
             self.last_contact_impulse = sum(w * c.wrench_origin for w, (c, _) in zip(weights, stages))
             momentum = momentum + self.last_contact_impulse
             contact_work = sum(w * float(c.tau @ sv) for w, (c, sv) in zip(weights, stages))
-        M = pin.crba(model, self.data, q_new)  # upper triangle; the base rows are complete
-        rows = world_momentum_to_base_rows(ff, q_new, momentum)
-        v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows - M[:nb, nb:] @ v_new[nb:])
+        # The projection: the base velocity that gives the integrated momentum, v_b + Ag_b^-1 (h - Ag v)
+        # with Pinocchio's centroidal momentum matrix Ag at q_new (world axes, about the CoM: one
+        # call computes it, the momentum Ag v of the unprojected velocity and the CoM).
+        Ag = _ccrba(model, data, q_new, v_new)
+        error = centroidal_from_world(ff, momentum, data.com[0])
+        if nb == 3:
+            error -= data.hg.vector.take(_PLANAR_ROWS)
+            Ag_b = Ag[_PLANAR_ROWS, :3]
+        else:
+            error -= data.hg.vector
+            Ag_b = Ag[:, :6]
+        _, _, correction, info = dgesv(Ag_b, error)
+        if info == 0:
+            v_new[:nb] += correction
+        else:  # a configuration a diverging step broke: the mass-matrix form, which says why if it fails
+            M = _crba(model, data, q_new)  # upper triangle; the base rows are complete
+            rows = world_momentum_to_base_rows(ff, q_new, momentum)
+            rows -= M[:nb, nb:] @ v_new[nb:]
+            v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows)
         # Work of the held forces: the power tau . v (body velocities, so the base wrench in
         # base_link axes pairs with the base twist in base_link axes) by the same RK4 quadrature.
         stages = v2 + v3
-        stages *= 2.0
+        stages += stages  # x 2, exactly
         stages += v0
         stages += v4
         work = h6 * float(tau @ stages) + contact_work
 
         self.last_acceleration = k1v
-        return q_new, v_new, momentum, work, M
+        return q_new, v_new, momentum, work
 
-    def _divergence(self, q: np.ndarray, v: np.ndarray, work: float, M: np.ndarray) -> str | None:
+    def _divergence(self, q: np.ndarray, v: np.ndarray, work: float) -> str | None:
         """Why the step to (q, v) diverged (one line), or None; keeps the energy of an accepted
-        step. ``M``: the mass matrix at q, upper triangle."""
+        step."""
         # The comparisons catch NaN and Inf too (they compare false); the reason is sorted out
         # only on failure. q needs no check of its own: a non-finite q makes M (attitude, joints)
         # or the momentum rows (base position) non-finite, and the base velocity solved from them.
-        energy = 0.5 * quadratic_form_upper(M, v)
+        energy = _kinetic_energy(self._model, self.data, q, v)   # 1/2 v^T M v, at half the cost
         # Every bound is at least SPEED_BOUND, so a norm |v| <= SPEED_BOUND clears all of them at
         # once (BLAS nrm2: no overflow, ~0.2 us); a finite energy rules out NaN in v, whatever the
         # BLAS does with NaN in nrm2. Only a fast or broken state pays for the full comparison.

@@ -15,8 +15,10 @@ Safety rules (DESIGN.md §7):
   time and restarts from scratch: zero commands (``clock_step``) until both inputs have been
   fresh for ``CLOCK_SETTLE_TIME``, then the robot holds the pose it is in. The control law runs
   on a clock of its own that never steps, so maneuvers, references and mode blends go on;
-* nothing raises out of :meth:`ControllerServer.tick`: a control law that raises, or returns
-  non-finite commands, gives a zero command (``fault``), counted, with the reason;
+* nothing raises out of :meth:`ControllerServer.tick`: a control law that raises, returns
+  non-finite or wildly over-limit commands, or overruns its period (control.law_guard) gives a
+  zero command (``fault``), counted, with the law's name and the reason; the law is asked again
+  at the next tick (the node latches an e-stop on it, which trips a testbed bridge);
 * the mode is validated before it is accepted; an impossible one is refused with the reason.
 """
 
@@ -29,6 +31,8 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.capture import CAPTURE_MODES
+from freeflyer_control.control.law import ControlLaw
+from freeflyer_control.control.law_guard import OVERRUN_LIMIT
 from freeflyer_control.control.loop import ControlLoop, TickInfo
 from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
@@ -50,6 +54,7 @@ from freeflyer_control.runtime.plausibility import (
     PlausibilityBounds,
 )
 from freeflyer_control.runtime.capture_control import CaptureControl
+from freeflyer_control.runtime.law_set import not_loaded
 from freeflyer_control.runtime.object_control import ObjectControl
 from freeflyer_control.runtime.watchdog import ClockGuard, Watchdog
 
@@ -98,7 +103,12 @@ class ControllerServer:
     """Args:
     ff: the controller's robot model.
     rate: control rate, Hz.
-    controller: computed_torque, resolved_rate or impedance (control.loop.CONTROLLERS).
+    controller: the control law in force at the start: a law object, or a name among ``laws``
+        (without ``laws``: a built-in's name, control.loop.CONTROLLERS).
+    laws: the laws :meth:`set_controller` may switch to, by name (fixed here: switching at run
+        time chooses among them, it never loads a law); None: the built-in three.
+    overrun_limit: control periods running over which the law's CPU time may exceed the period
+        before it is stopped (control.law_guard; None: count only).
     mode: initial mode.
     watchdog_timeout: seconds (default 1.5 control periods: a stopped input is answered with a
         zero command at the second tick after its last message).
@@ -115,12 +125,13 @@ class ControllerServer:
         would close the grasp; after :meth:`captured` the rest law stops the combined system.
     """
 
-    def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: str = "computed_torque",
+    def __init__(self, ff: FreeFlyerModel, *, rate: float, controller: ControlLaw | str = "computed_torque",
+                 laws: dict[str, ControlLaw] | None = None,
                  mode: Mode | str = Mode.FLOATING, watchdog_timeout: float | None = None,
                  base_actuation: str = "thrusters", maneuver: Maneuver | None = None,
                  max_base_speed: float = DEFAULT_MAX_BASE_SPEED, max_base_rate: float = DEFAULT_MAX_BASE_RATE,
                  obj: ObjectConfig | None = None, internal_force: float = 0.0,
-                 capture_obj: ObjectConfig | None = None):
+                 capture_obj: ObjectConfig | None = None, overrun_limit: int | None = OVERRUN_LIMIT):
         if not rate > 0:
             raise ValueError(f"rate must be > 0 Hz, got {rate}")
         self.ff = ff
@@ -128,8 +139,13 @@ class ControllerServer:
         self.references = ExternalReferences()
         # Without end-effectors only joint trajectories make sense (a bare URDF still gets a node).
         self.references.task_space = bool(ff.end_effectors)
+        self.laws = dict(laws) if laws is not None else None
+        for law in (self.laws or {}).values():  # now, not inside a run-time switch's control period
+            law.prepare(ff)
+        if isinstance(controller, str) and self.laws is not None:
+            controller = self._law_named(controller)
         self.loop = ControlLoop(ff, maneuver or self.references, controller=controller, mode=mode,
-                                base_actuation=base_actuation)
+                                base_actuation=base_actuation, period=self.period, overrun_limit=overrun_limit)
         self.base_actuation = base_actuation
         self.objects: ObjectControl | None = None
         if obj is not None:
@@ -336,8 +352,16 @@ class ControllerServer:
     def mode(self) -> Mode:
         return self.loop.mode
 
+    def _law_named(self, name: str) -> ControlLaw:
+        law = self.laws.get(name)
+        if law is None:
+            raise ValueError(not_loaded(name, self.laws))
+        return law
+
     def set_controller(self, name: str) -> None:
-        self.loop.set_controller(name)  # restarts the joint reference at the measured pose
+        """Switch to the law called ``name`` (among ``laws``; without them, a built-in), from the
+        measured state; ValueError with the reason if it cannot run here."""
+        self.loop.set_controller(self._law_named(name) if self.laws is not None else name)
 
     @property
     def warnings(self) -> list[str]:
@@ -412,6 +436,8 @@ class ControllerServer:
         if self.capture is not None:
             return self._capture_tick(now)
         actuation, info = self.loop.tick(tc, self.state, self.period)
+        if info.fault is not None:
+            return self._fault(str(info.fault), now)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
         if not all(np.all(np.isfinite(part)) for part in parts):
             return self._fault("control law gave non-finite commands", now)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pinocchio as pin
@@ -29,9 +30,16 @@ from freeflyer_control.physics.capture import capture_impact
 from freeflyer_control.physics.closed_chain import object_net_wrench
 from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.momentum import world_momentum
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.kernels.plant import make_plant
 from freeflyer_control.physics.state import State, base_rotation, base_twist_world, make_state
 from freeflyer_control.sim.cooperative import ObjectSimResult, SampleLog, diverged_reason
+from freeflyer_control.sim.pose_record import (
+    grasp_wrench_columns,
+    object_pose_columns,
+    object_pose_sample,
+    robot_pose_columns,
+    robot_pose_sample,
+)
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
@@ -52,6 +60,7 @@ SETTLE_S = 1.0  # without --duration a run ends this long after the system came 
 
 @dataclass
 class CaptureConfig:
+    RUN_KIND: ClassVar[str] = "capture"  # run.json's kind (sim.run_record)
     robot: str = "dual_arm_planar"
     obj: str = "planar_box"
     mode: str = "flying"
@@ -117,13 +126,18 @@ def _object_momentum(obj, pose: pin.SE3, twist: np.ndarray, planar: bool) -> np.
     return h[[0, 1, 5]] if planar else h
 
 
-def capture_columns(ff) -> dict[str, list[str]]:
-    """The series of a capture run and their column labels (timeseries.csv's header)."""
+def capture_columns(ff, ee: str) -> dict[str, list[str]]:
+    """The series of a capture run and their column labels (timeseries.csv's header); the pose
+    series are :mod:`freeflyer_control.sim.pose_record`'s, ``com`` the system CoM (object
+    included, world, m), ``grasp_wrenches`` zero until the grasp closes."""
     planar = ff.base == "planar"
     return {"t": ["t"], "phase": ["captured"], "ee_grasp_distance": ["m"],
             "momentum_world": ["Px", "Py", "Lz"] if planar else ["Px", "Py", "Pz", "Lx", "Ly", "Lz"],
             "base_attitude_change": ["rad"], "arm_torques": list(ff.arm_joint_names),
-            "grasp_force": ["N"], "grasp_torque": ["N m"]}
+            "grasp_force": ["N"], "grasp_torque": ["N m"],
+            **robot_pose_columns(ff), **object_pose_columns(), "com": ["x", "y", "z"],
+            **grasp_wrench_columns([ee], planar),
+            "thruster_forces": [t.name for t in ff.thrusters]}
 
 
 def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] | None = None,
@@ -139,16 +153,19 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
     duration = config.duration or APPROACH_TIMEOUT_S + 10.0
     steps = int(round(duration / dt))
     every = max(1, int(round(config.rate / config.log_rate)))
-    robot_plant, object_plant = Plant(ff, robot_state, dt), Plant(free, object_state, dt)
+    # The plants are open chains (the object free, then held on one grasp): the compiled step
+    # where numba is installed (physics.kernels.plant.make_plant), the note says which.
+    (robot_plant, plant_step), (object_plant, _) = make_plant(ff, robot_state, dt), make_plant(free, object_state, dt)
     approach = ApproachController(ff, ee, config.mode)
     rdata, odata = ff.create_data(), free.create_data()
     R0 = base_rotation(ff, robot_state.q)
     fe, fg = ff.frame_id(ee), free.frame_id(grasp_frame_name(obj, ee))
-    held_plant = rest = impact = None
+    held_plant = rest = impact = hdata = None
     capture_t = rest_t = None
     refusal = None
-    log = SampleLog(capture_columns(ff), stream)
+    log = SampleLog(capture_columns(ff, ee), stream)
     peak_f = peak_m = 0.0
+    grasp_wrench = np.zeros(3 if planar else 6)
     h_before = h_after = None
     started = time.perf_counter()
     last_progress = [started]
@@ -158,7 +175,7 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
         series = log.series()
         return ObjectSimResult(series, log.columns, _summary(
             config, ff, obj, series, t_reached, time.perf_counter() - started, capture_t, refusal, rest_t,
-            peak_f, peak_m, impact, h_before, h_after))
+            peak_f, peak_m, impact, h_before, h_after), ff, config)
 
     def partial(exc: BaseException) -> ObjectSimResult:
         stopped = result(t_reached)
@@ -183,7 +200,7 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
                 if refusal is None:
                     h_before = h_now
                     impact = capture_impact(ff, obj, ee, rs, pose, twist)
-                    held_plant = Plant(impact.held, impact.state, dt, t)
+                    held_plant = make_plant(impact.held, impact.state, dt, t0=t)[0]
                     hdata = impact.held.create_data()
                     h_after = world_momentum(impact.held, hdata, impact.state)
                     rest = RestController(impact.held, config.mode)
@@ -206,7 +223,10 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
                           "momentum_world": h_now,
                           "base_attitude_change": [np.linalg.norm(pin.log3(R0.T @ base_rotation(ff, (held_plant or robot_plant).state.q)))],
                           "arm_torques": act.arm_torques,
-                          "grasp_force": [peak_f], "grasp_torque": [peak_m]}
+                          "grasp_force": [peak_f], "grasp_torque": [peak_m],
+                          **_pose_sample(ff, obj, robot_plant, object_plant, free, held_plant, impact, rdata, hdata),
+                          "grasp_wrenches": grasp_wrench,
+                          "thruster_forces": act.thruster_forces if act.thruster_forces.size else np.zeros(len(ff.thrusters))}
                 log.record(sample)
             if k == steps or (config.duration is None and rest_t is not None and t >= rest_t + SETTLE_S):
                 break
@@ -214,7 +234,8 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
                 before = held_plant.state.copy()
                 diverged = diverged_reason(lambda: held_plant.step(act))
                 if not diverged:
-                    f, m = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
+                    grasp_wrench = _grasp_wrench(impact, hdata, before, held_plant.last_acceleration, planar)
+                    f, m = _force_and_moment(grasp_wrench, planar)
                     peak_f, peak_m = max(peak_f, f), max(peak_m, m)
             else:
                 diverged = diverged_reason(lambda: (robot_plant.step(act), object_plant.step()))
@@ -228,6 +249,8 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
         progress(duration if diverged is None else t_reached, duration)
     done = result(t_reached)
     done.summary["plant_diverged"] = diverged
+    done.summary.update(engine="python", engine_reason="not compiled: the approach and rest laws",
+                        plant_step=plant_step)
     return done
 
 
@@ -253,12 +276,38 @@ def _summary(config, ff, obj, series, t_reached, elapsed, capture_t, refusal, re
     }
 
 
-def _grasp_wrench(impact, hdata, state: State, accel: np.ndarray, planar: bool) -> tuple[float, float]:
-    """|force| (N) and |moment| (N m) the end-effector applies to the held object, at its origin."""
+def _grasp_wrench(impact, hdata, state: State, accel: np.ndarray, planar: bool) -> np.ndarray:
+    """The wrench the end-effector applies to the held object, world axes, about the
+    end-effector origin (planar [fx, fy, mz], spatial [f; m])."""
     held, obj = impact.held, impact.obj
     net = object_net_wrench(held, hdata, obj, state.q, state.v, accel)
     ee = hdata.oMf[held.frame_id(obj.grasps[0].end_effector)].translation
     com = hdata.oMf[held.frame_id(obj.name)].translation
-    f = np.linalg.solve(grasp_matrix(ee[None, :], com, planar).T, net)
+    return np.linalg.solve(grasp_matrix(ee[None, :], com, planar).T, net)
+
+
+def _force_and_moment(wrench: np.ndarray, planar: bool) -> tuple[float, float]:
+    """|force| (N) and |moment| (N m) of a grasp wrench (see :func:`_grasp_wrench`)."""
     n = 2 if planar else 3
-    return float(np.linalg.norm(f[:n])), float(np.linalg.norm(f[n:]))
+    return float(np.linalg.norm(wrench[:n])), float(np.linalg.norm(wrench[n:]))
+
+
+def _pose_sample(ff, obj, robot_plant, object_plant, free, held_plant, impact, rdata, hdata) -> dict:
+    """The robot's and the object's pose series (sim.pose_record) and the system CoM (object
+    included, world, m): from the two free plants before the grasp closes, from the plant of the
+    robot holding the object after."""
+    if held_plant is None:
+        robot_state, robot_model, data = robot_plant.state, ff, rdata
+        pose, twist = _object_pose_twist(free, object_plant.state)
+    else:
+        robot_state, robot_model, data = held_plant.state, impact.held, hdata
+        pin.forwardKinematics(robot_model.model, data, robot_state.q, robot_state.v)
+        pin.updateFramePlacements(robot_model.model, data)
+        fid = robot_model.frame_id(obj.name)
+        pose = data.oMf[fid].copy()
+        twist = pin.getFrameVelocity(robot_model.model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector
+    com = pin.centerOfMass(robot_model.model, data, robot_state.q)
+    if held_plant is None:  # the free object is not in the robot's model
+        robot_mass = ff.total_mass
+        com = (robot_mass * com + obj.mass * pose.translation) / (robot_mass + obj.mass)
+    return {**robot_pose_sample(ff, robot_state), **object_pose_sample(pose, twist), "com": com}

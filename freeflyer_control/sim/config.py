@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
+from freeflyer_control.control.law import ControlLaw
 from freeflyer_control.control.mode_switch import parse_schedule, schedule_problem
 from freeflyer_control.model import DEFAULT_ROBOT, FreeFlyerModel
 from freeflyer_control.model.joint_limits import limit_violations
@@ -21,7 +22,11 @@ class SimConfig:
     """Attributes:
     robot: bundled name, robot config .yaml or .urdf path; base / ee complete a bare URDF.
     mode: initial maneuvering mode; mode_schedule, if given, overrides it from t = 0.
-    controller: computed_torque or resolved_rate.
+    controller: the control law: a :class:`~freeflyer_control.control.law.ControlLaw` object
+        (a user's own, or a built-in one with parameters), or a built-in's name
+        (computed_torque, resolved_rate, impedance) at its default parameters. The compiled
+        engine flies computed_torque and resolved_rate at their defaults; any other law runs on
+        the Python engine.
     maneuver: wilde, ee-point, ee-circle, station-keeping.
     duration: s; None runs the maneuver's own duration.
     rate: control rate, Hz; the plant steps ``plant_substeps`` times per control period.
@@ -35,13 +40,18 @@ class SimConfig:
     perturbation: the robot as flown vs as designed (:mod:`freeflyer_control.sim.perturbation`);
         None: none. Only the Python engine applies it.
     wall_mass: kg, ee-contact only: the wall is a free body of this mass (None: fixed).
+    overrun_limit: control ticks running on which the law takes more CPU time than the period
+        before it is stopped (control.law_guard); None (the default): overruns are counted and
+        reported, not fatal, so that a simulation's outcome never depends on the machine that
+        flies it (a loaded machine stretches CPU times too).
     """
 
+    RUN_KIND: ClassVar[str] = "sim"  # run.json's kind (sim.run_record)
     robot: str = DEFAULT_ROBOT
     base: str | None = None
     ee: Sequence[str] | None = None
     mode: str = "floating"
-    controller: str = "computed_torque"
+    controller: str | ControlLaw = "computed_torque"
     maneuver: str = "wilde"
     duration: float | None = None
     rate: float = 250.0
@@ -54,6 +64,20 @@ class SimConfig:
     initial_joint_positions: dict[str, float] | None = None
     perturbation: Perturbation | None = None
     wall_mass: float | None = None
+    overrun_limit: int | None = None
+
+    @property
+    def controller_name(self) -> str:
+        """The law's name (summaries, logs)."""
+        return self.controller if isinstance(self.controller, str) else self.controller.label()
+
+    @property
+    def compiled_controller(self) -> str | None:
+        """The built-in name the compiled engine knows this run's law by, or None (it is not one
+        of computed_torque and resolved_rate at their default parameters)."""
+        if isinstance(self.controller, str):
+            return self.controller
+        return getattr(self.controller, "compiled_name", None)
 
     def validate(self) -> None:
         if not (np.isfinite(self.rate) and self.rate > 0):
@@ -68,6 +92,11 @@ class SimConfig:
                 np.isfinite(self.wall_mass) and self.wall_mass > 0)):
             raise ValueError(f"wall_mass is the mass of ee-contact's floating wall, a finite number of kg > 0; "
                              f"got {self.wall_mass} with maneuver '{self.maneuver}'")
+        if not isinstance(self.controller, (str, ControlLaw)):
+            raise ValueError(f"controller must be a built-in's name or a ControlLaw, got {type(self.controller).__name__}")
+        if self.overrun_limit is not None and not (isinstance(self.overrun_limit, int) and self.overrun_limit >= 1):
+            raise ValueError(f"overrun_limit must be a whole number >= 1 of ticks (None: count only), "
+                             f"got {self.overrun_limit!r}")
         for _, mode in self.mode_schedule:
             Mode.parse(mode)
         problem = schedule_problem(self.mode_schedule, "mode_schedule")

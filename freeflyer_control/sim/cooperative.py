@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,14 @@ from freeflyer_control.physics.grasp import grasp_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, base_position, base_rotation, make_state
 from freeflyer_control.sim.body_momentum import group_momenta
-from freeflyer_control.sim.output import write_outputs
+from freeflyer_control.sim.writers import write_outputs
+from freeflyer_control.sim.pose_record import (
+    grasp_wrench_columns,
+    object_pose_columns,
+    object_pose_sample,
+    robot_pose_columns,
+    robot_pose_sample,
+)
 from freeflyer_control.sim.progress import report_progress
 from freeflyer_control.sim.stream import TimeseriesStream, keeps_partial, stop_fields
 
@@ -51,6 +59,7 @@ class ObjectSimConfig:
     squeeze, N; duration: s (default the maneuver's move and hold); log_rate: samples per second;
     base_actuation: "thrusters" (the base wrench allocated to the thrusters) or "ideal"."""
 
+    RUN_KIND: ClassVar[str] = "object"  # run.json's kind (sim.run_record)
     robot: str = "dual_arm_planar"
     obj: str = "planar_box"
     maneuver: str = "object-transport"
@@ -125,9 +134,15 @@ def torque_problem(ff: FreeFlyerModel, held: FreeFlyerModel, obj: ObjectConfig, 
 
 @dataclass
 class ObjectSimResult:
+    """series, columns, summary as :class:`~freeflyer_control.sim.runner.SimResult`'s; ``robot``:
+    the robot model flown (without the object); ``config``: what was run (ObjectSimConfig or
+    CaptureConfig)."""
+
     series: dict[str, np.ndarray]
     columns: dict[str, list[str]]
     summary: dict = field(default_factory=dict)
+    robot: FreeFlyerModel | None = None
+    config: object = None
 
     @property
     def column_names(self) -> dict[str, list[str]]:
@@ -155,12 +170,14 @@ def prepare(config: ObjectSimConfig):
     return ff, obj, held, state, maneuver
 
 
-def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel) -> dict[str, list[str]]:
-    """The series of an object run and their column labels (timeseries.csv's header)."""
+def object_columns(ff: FreeFlyerModel, held: FreeFlyerModel, obj: ObjectConfig) -> dict[str, list[str]]:
+    """The series of an object run and their column labels (timeseries.csv's header); the pose
+    series are :mod:`freeflyer_control.sim.pose_record`'s."""
     xyz, pl = ["x", "y", "z"], ["Px", "Py", "Pz", "Lx", "Ly", "Lz"]
-    return {"t": ["t"], "object_position": xyz, "object_reference": xyz, "object_rotation_error": ["rad"],
+    return {"t": ["t"], **object_pose_columns(), "object_reference": xyz, "object_rotation_error": ["rad"],
             "internal_force": ["N"], "internal_force_setpoint": ["N"], "grasp_constraint_error": ["m"],
-            "base_position": xyz, "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
+            **grasp_wrench_columns([g.end_effector for g in obj.grasps], ff.base == "planar"),
+            **robot_pose_columns(held), "base_position_change": ["m"], "base_attitude_change": ["rad"], "com": xyz,
             "arm_torques": list(held.arm_joint_names), "wheel_torques": list(held.wheel_joint_names),
             "thruster_forces": [t.name for t in held.thrusters],
             "base_wrench_world": ["fx", "fy", "mz"] if ff.base == "planar" else ["fx", "fy", "fz", "mx", "my", "mz"],
@@ -215,7 +232,7 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
     duration = config.duration or maneuver.duration
     steps = int(round(duration / dt))
     every = max(1, int(round(config.rate / config.log_rate)))
-    log = SampleLog(object_columns(ff, held), stream)
+    log = SampleLog(object_columns(ff, held, obj), stream)
     data_robot = ff.create_data()
     data_held = held.create_data()
     started = time.perf_counter()
@@ -225,7 +242,7 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
     def result(t_reached: float) -> ObjectSimResult:
         series = log.series()
         summary = _summary(config, ff, obj, series, duration, time.perf_counter() - started, plant, t_reached)
-        return ObjectSimResult(series, log.columns, summary)
+        return ObjectSimResult(series, log.columns, summary, ff, config)
 
     def partial(exc: BaseException) -> ObjectSimResult:
         stopped = result(t_reached)
@@ -239,15 +256,17 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
             tick = controller.tick(plant.state, ref)
             if k % every == 0 or k == steps:
                 momenta = _momenta(ff, held, obj, data_robot, data_held, plant.state, tick.object_twist, tick.object_pose)
+                squeeze, wrenches = _grasp_wrenches(plant, tick.actuation)
                 log.record({
                     "t": [t],
-                    "object_position": tick.object_pose.translation,
+                    **object_pose_sample(tick.object_pose, tick.object_twist),
                     "object_reference": ref.pose.translation,
                     "object_rotation_error": [np.linalg.norm(pin.log3(ref.pose.rotation @ tick.object_pose.rotation.T))],
-                    "internal_force": [_measured_squeeze(plant, tick.actuation)],
+                    "internal_force": [squeeze],
                     "internal_force_setpoint": [config.internal_force],
                     "grasp_constraint_error": [plant.constraint_error()],
-                    "base_position": base_position(held, plant.state.q),
+                    "grasp_wrenches": wrenches,
+                    **robot_pose_sample(held, plant.state),
                     "base_position_change": [np.linalg.norm(base_position(held, plant.state.q) - base_position(held, state.q))],
                     "base_attitude_change": [np.linalg.norm(pin.log3(base_rotation(held, state.q).T @ base_rotation(held, plant.state.q)))],
                     "com": data_held.com[0].copy(),
@@ -270,7 +289,14 @@ def run_object_simulation(config: ObjectSimConfig, progress: Callable[[float, fl
         progress(t_reached, duration)
     done = result(t_reached)
     done.summary["plant_diverged"] = diverged
+    done.summary.update(engine="python", engine_reason=ENGINE_REASON)
     return done
+
+
+# Why a held-object run is on the Python engine, in its first line (the figures:
+# bench/bench_plant_share.py, docs/benchmarks.md "The plant step from Python").
+ENGINE_REASON = ("not compiled: the cooperative law (over two thirds of the run) and the closed-chain "
+                 "plant step (under a third: compiled, the run would be at most 1.5x faster)")
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:
@@ -278,14 +304,15 @@ def _padded(values: np.ndarray, n: int) -> np.ndarray:
     return values if values.size else np.zeros(n)
 
 
-def _measured_squeeze(plant: ClosedChainPlant, actuation) -> float:
-    """The squeeze (N) the plant's grasp wrenches show under the applied (saturated) actuation."""
+def _grasp_wrenches(plant: ClosedChainPlant, actuation) -> tuple[float, np.ndarray]:
+    """The squeeze (N) the plant's grasp wrenches show under the applied (saturated) actuation,
+    and those wrenches (:meth:`ClosedChainPlant.grasp_wrenches`, flattened in grasp order)."""
     from freeflyer_control.physics.actuators import generalized_forces
     from freeflyer_control.physics.grasp import squeeze_direction
 
     tau = generalized_forces(plant.ff, plant.state.q, actuation, plant.state.v)
     f_e = plant.grasp_wrenches(tau).ravel()
-    return float(squeeze_direction(plant.ee_positions(), plant.ff.base == "planar") @ f_e)
+    return float(squeeze_direction(plant.ee_positions(), plant.ff.base == "planar") @ f_e), f_e
 
 
 def _momenta(ff, held, obj, data_robot, data_held, state, object_twist, object_pose) -> dict[str, np.ndarray]:
@@ -341,11 +368,12 @@ def _summary(config, ff, obj, s, duration, elapsed, plant, t_reached) -> dict:
 
 
 def write_object_outputs(result: ObjectSimResult, out: Path, plots: bool = True, *,
-                         timeseries: bool = True) -> list[Path]:
-    """timeseries.csv, summary.json and (if ``plots``) the figures, into ``out``, by sim.output's
-    writers; ``timeseries=False``: the CSV was streamed during the run and is not written again."""
-    files = write_outputs(result, out, mcap=False, timeseries=timeseries)
-    written = [files["timeseries"], files["summary"]]
+                         timeseries: bool = True, replay: bool = False) -> list[Path]:
+    """timeseries.csv, summary.json, run.json, run.mcap (sim.output's conditions), replay.html
+    (if ``replay``) and the figures (if ``plots``), into ``out``, by sim.output's writers;
+    ``timeseries=False``: the CSV was streamed during the run and is not written again."""
+    files = write_outputs(result, out, timeseries=timeseries, replay=replay)
+    written = list(files.values())
     if plots:
         written += _capture_plots(result, out) if result.summary["maneuver"] == "capture" else _plots(result, out)
     return written

@@ -173,6 +173,21 @@ def stopped_result(ff: FreeFlyerModel, config: SimConfig, recorder: Recorder, lo
     return result
 
 
+def law_fields(loop: ControlLoop | None) -> dict:
+    """The control law's part of a summary: ``law_fault`` (None, or one line: which law, when,
+    why: the run ended there), its overruns (ticks whose law CPU time exceeded the period) and
+    its longest tick, s (control.law_guard); those two are None on the compiled engine, which
+    runs its laws inside the compiled loop."""
+    timing = loop.guard.timing if loop is not None else None
+    if timing is None or timing.ticks == 0:
+        # A run stopped before its loop could be asked, or the compiled engine (its laws run in
+        # the compiled loop, never timed per tick): no figure, and nothing missing from the run.
+        return {"law_fault": None if loop is None or loop.fault is None else str(loop.fault),
+                "law_overruns": None, "law_longest_tick_s": None}
+    return {"law_fault": None if loop.fault is None else str(loop.fault),
+            "law_overruns": timing.overruns, "law_longest_tick_s": timing.longest_s}
+
+
 def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall: float, *,
               t_reached: float | None = None) -> dict:
     """The figures a run is judged by (summary.json).
@@ -203,11 +218,12 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
     if loop is None:
         not_available["mode_switches"] = not_available["base_actuation"] = \
             "not collected: the run stopped early"
+    law = law_fields(loop)
     return {
         "robot": ff.name,
         "mode": initial_mode(result.config.mode, result.config.mode_schedule)[0],
         "final_mode": final_mode,
-        "controller": result.config.controller,
+        "controller": result.config.controller_name,
         "maneuver": maneuver.name,
         "duration_s": duration,
         "rate_hz": result.config.rate,
@@ -217,6 +233,7 @@ def summarize(result: SimResult, loop: ControlLoop | None, duration: float, wall
         "real_time_factor": t_reached / wall if wall > 0 else float("inf"),
         "wall_time_s": wall,
         "mode_switches": switches,
+        **law,
         "interrupted": False,
         "error": None,
         "t_reached_s": t_reached,

@@ -15,12 +15,38 @@ changed since it was built (:mod:`.cache`): every kernel module of the package (
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
+from typing import Iterator
 
 
 def available() -> bool:
     """True when numba can be imported (the compiled path is usable)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@contextlib.contextmanager
+def compile_warning(what: str, log: logging.Logger, expect: str = "10-60 s") -> Iterator[None]:
+    """Within the block, the first kernel numba starts compiling (not loading from its cache)
+    makes ``log`` say once, as a warning, that ``what`` is being compiled: a first use on a
+    machine waits, and says why."""
+    from numba.core import event
+
+    class _Notice(event.Listener):
+        told = False
+
+        def on_start(self, ev):
+            if not self.told:  # one event per compiled function: say it once
+                self.told = True
+                log.warning("compiling %s (numba, first use on this machine, %s; cached for later runs)",
+                            what, expect)
+
+        def on_end(self, ev):
+            pass
+
+    with event.install_listener("numba:compile", _Notice()):
+        yield
 
 
 if available():

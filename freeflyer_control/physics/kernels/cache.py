@@ -56,7 +56,7 @@ KERNEL_SOURCES = (
     "control/resolved_rate.py",
     "physics/state.py",
     "physics/actuators.py",
-    "physics/plant.py",
+    "physics/energy_balance.py",
     "physics/base_invariant/tree.py",
 )
 

@@ -1,18 +1,22 @@
-"""The simulated plant on the compiled step (numba), when numba is installed: plant_node's and
-the testbed emulator's.
+"""The simulated plant on the compiled step (numba), when numba is installed: plant_node's, the
+testbed emulator's, and the Python engine's runs (ee-contact, capture) where numba is installed.
 
-:class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose RKMK4 step with
-momentum projection runs in :func:`freeflyer_control.physics.kernels.rigid_body.plant_step`, the compiled
-form of the same integrator (held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
-test/test_compiled_plant.py). Everything else is ``Plant``'s own: the divergence checks (speed
-bounds and the energy balance, from the work of the held forces over the same RK4 stages), the
-momentum bookkeeping, ``state`` and resets. It takes raw generalized forces (``step(tau=...)``),
-as the emulator gives them; contact (``plant.contact``) is not compiled (the Python step runs).
+:class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose step runs in one
+compiled call, :func:`freeflyer_control.physics.kernels.divergence.checked_plant_step`: the RKMK4
+step with momentum projection (``rigid_body.plant_step``, with the end-effector's wall contact
+when ``plant.contact`` is a ``WallContact``: ``rigid_body.plant_step_wall``) and the divergence
+check (speed bounds and the energy balance, from the work of the held forces and of the wall
+over the same RK4 stages), held equal to ``Plant`` to round-off by test/test_fast_kernel.py and
+test/test_compiled_plant.py. The momentum bookkeeping, ``state``, resets, the State it returns
+and the reasons of a divergence are ``Plant``'s. It takes raw generalized forces
+(``step(tau=...)``) as the emulator gives them, or an ``Actuation``.
 
 Why: plant_node (alone or in sim_loop_node's lockstep) and the testbed emulator step their plant
-at up to 1 kHz inside a ROS node; the Python step (four Pinocchio right-hand sides, projection,
-checks: ~35-150 us) was the largest single cost of those nodes after rclpy itself. Compiled, the
-integration costs a few microseconds.
+at up to 1 kHz inside a ROS node, and a law written in Python calls the plant every tick; the
+Python step costs about 3x MuJoCo's ``mj_step`` on SPART's 7-DOF arm, the compiled one less than
+it, called from Python (bench/bench_mujoco.py, docs/benchmarks.md). The call is built to be
+cheap: one buffer for the workspace and the mass matrices (numba unboxes each array argument),
+fresh arrays only for what it hands out.
 
 :func:`make_plant` picks it when ``freeflyer_control.physics.kernels.available()`` and the robot's
 joints are covered, else the Python ``Plant``; the first use compiles the kernels (tens of seconds
@@ -21,70 +25,119 @@ once, then loaded from numba's cache in about a second).
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
-from freeflyer_control.physics.plant import Plant
+from freeflyer_control.physics.actuators import Actuation, generalized_forces
+from freeflyer_control.physics.kernels import compile_warning
+from freeflyer_control.physics.contact import WallContact
+from freeflyer_control.physics.plant import Plant, PlantDiverged, energy_reason, velocity_reason
 from freeflyer_control.physics.state import State
+
+_log = logging.getLogger(__name__)
 
 
 class CompiledPlant(Plant):
     """``Plant`` with its integration step compiled (same arguments; needs numba)."""
 
     def __init__(self, ff: FreeFlyerModel, state: State, dt: float, t0: float = 0.0):
+        from freeflyer_control.physics.kernels import divergence
         from freeflyer_control.physics.kernels import rigid_body as K
         from freeflyer_control.physics.kernels.arrays import kernel_model
 
-        self._K = K
+        self._K, self._checked_step = K, divergence.checked_plant_step
+        self._speed_code = divergence.DIVERGED_SPEED
         km = kernel_model(ff)   # raises NotCovered for joints the kernels do not implement
         self._km, self._planar = km.arrays(), km.planar
-        nq, nv = ff.model.nq, ff.model.nv
-        self._ws = K.workspace(km.jint.shape[0], nq, nv, ff.nb)
-        self._M, self._b = np.empty((nv, nv)), np.empty(nv)          # at the current state
-        self._out = (np.empty(nq), np.empty(nv), np.empty((nv, nv)), np.empty(nv))
+        nq, nv, nb, n = ff.model.nq, ff.model.nv, ff.nb, km.jint.shape[0]
+        self._sizes = (nq, nv, nb)
+        # checked_plant_step's buffer: the workspace, M and b at the current state and at the next
+        # one (the current pair alternates), the velocity bounds.
+        ws_size = sum(a.size for a in K.workspace(n, nq, nv, nb))
+        self._buf = np.zeros(ws_size + 2 * nv * nv + 3 * nv)
+        self._ws = K.workspace_views(self._buf, n, nq, nv, nb)[0]
+        self._M = self._buf[ws_size:ws_size + 2 * nv * nv].reshape(2, nv, nv)
+        self._b = self._buf[ws_size + 2 * nv * nv:-nv].reshape(2, nv)
+        self._current = 0
+        self._no_wall = (np.zeros(0), np.zeros(0))   # plant_step_wall's arrays without a wall
+        self._wall_of = None                          # the contact whose arrays _wall_arrays are
         super().__init__(ff, state, dt, t0)
+        self._buf[-nv:] = self.v_bounds
 
     @Plant.state.setter
     def state(self, state: State) -> None:
         Plant.state.fset(self, state)
-        q, v = self._state.q, self._state.v
-        self._K.mass_and_bias(self._km, q, v, self._M, self._b, self._ws)
+        q, v, i = self._state.q, self._state.v, self._current
+        self._K.mass_and_bias(self._km, q, v, self._M[i], self._b[i], self._ws)
 
     def step(self, actuation=None, *, tau: np.ndarray | None = None) -> State:
-        state = super().step(actuation, tau=tau)
-        # Accepted: the step's M(q_new), b(q_new, v_new) are the next step's M0, b0 (buffers
-        # swapped, not copied).
-        q_buf, v_buf, M_new, b_new = self._out
-        self._out = (q_buf, v_buf, self._M, self._b)
-        self._M, self._b = M_new, b_new
-        return state
+        """``Plant.step`` (same arguments, checks, errors and State) in one compiled call: the
+        RKMK4 step with momentum projection, a wall contact if ``contact`` is a
+        :class:`~freeflyer_control.physics.contact.WallContact`, and the divergence check
+        (``physics.kernels.divergence.checked_plant_step``). Another contact model takes the
+        Python step."""
+        contact = self.contact
+        if contact is not None and type(contact) is not WallContact:  # another contact model
+            state = super().step(actuation, tau=tau)
+            i = self._current
+            self._K.mass_and_bias(self._km, state.q, state.v, self._M[i], self._b[i], self._ws)
+            return state
+        wall, wall_out = self._no_wall if contact is None else self._wall(contact)
+        if self.diverged is not None:
+            raise PlantDiverged(self.diverged, self.t)
+        q0, v0 = self._state.q, self._state.v
+        tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0) if tau is None else self.forces(tau)
+        nq, nv, nb = self._sizes
+        # Fresh arrays for the new state and momentum: the State and momentum_world handed out
+        # before are never written again.
+        q, v, momentum = np.empty(nq), np.empty(nv), np.empty(nb)
+        try:
+            code, energy, work = self._checked_step(self._km, self._planar, nb, q0, v0, tau, self.dt,
+                                                    self.momentum_world, self._energy, self._buf,
+                                                    self._current, q, v, momentum, wall, wall_out)
+        except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN in a Cholesky factor
+            code, reason = None, f"the dynamics could not be evaluated ({exc})"
+        if code is None or code != 0.0:
+            if code == self._speed_code:
+                reason = velocity_reason(self.ff, q, v, self.v_bounds)
+            elif code is not None:
+                reason = energy_reason(self._energy, energy, work)
+            self.diverged = f"plant diverged at t = {self.t + self.dt:.6g} s: {reason}"
+            raise PlantDiverged(self.diverged, self.t)
+        self._current = 1 - self._current   # M, b at the new state are the next step's
+        self._energy = energy
+        self.momentum_world = momentum
+        self.last_acceleration = self._ws[14][2].copy()   # k1 = a(q0, v0)
+        self._state = State(q, v)
+        self.t += self.dt
+        if contact is not None:  # a floating wall moves by the step's impulse
+            self.last_contact_impulse = wall_out[:nb].copy()
+            contact.after_step(self.last_contact_impulse, self.dt)
+        return self._state
 
-    def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
-        """``Plant._integrate`` on the compiled kernel: (q, v, world momentum, work of ``tau``
-        over the step J, M at q)."""
-        if self.contact is not None:
-            return super()._integrate(q0, v0, tau)
-        q_new, v_new, M_new, b_new = self._out
-        momentum = self.momentum_world.copy()   # the kernel updates it in place
-        tau = np.ascontiguousarray(tau, dtype=float)
-        self._K.plant_step(self._km, self._planar, self.ff.nb, q0, v0, tau, self.dt, momentum,
-                           self._M, self._b, q_new, v_new, M_new, b_new, self._ws)
-        k1v, k2v, k3v = self._ws[14][2], self._ws[14][3], self._ws[14][4]
-        # Plant's work: h/6 tau . (v0 + 2 v2 + 2 v3 + v4), stage velocities v2 = v0 + h/2 k1,
-        # v3 = v0 + h/2 k2, v4 = v0 + h k3.
-        h = self.dt
-        stages = 6.0 * v0 + h * (k1v + k2v + k3v)
-        work = h / 6.0 * float(tau @ stages)
-        self.last_acceleration = k1v.copy()
-        return q_new.copy(), v_new.copy(), momentum, work, M_new
+    def _wall(self, contact: WallContact) -> tuple[np.ndarray, np.ndarray]:
+        """(wall, wall_out) of ``rigid_body.plant_step_wall`` for ``contact`` as it is now (a
+        floating wall's offset and speed change every step)."""
+        if self._wall_of is not contact:
+            nq, nv, nb = self._sizes
+            frame = self.ff.model.frames[contact.fid]
+            self._wall_arrays = (np.concatenate([contact.point, contact.normal, [contact.stiffness, contact.damping,
+                                 0.0, 0.0, 0.0, 0.0], frame.placement.translation, [frame.parentJoint - 1]]),
+                                 np.zeros(nb + 1 + 2 * nv))
+            self._wall_of = contact
+        wall = self._wall_arrays[0]
+        wall[8], wall[9] = contact.offset, contact.speed
+        return self._wall_arrays
 
 
-def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | None = None):
+def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | None = None, t0: float = 0.0):
     """``(plant, note)``: a :class:`CompiledPlant` when ``compiled`` is True, or None and numba
-    is available and covers the robot; else the Python ``Plant``. ``note`` says which, and why
-    (one line, for the node's log), with the compile (or cache load) time.
+    is available and covers the robot; else the Python ``Plant``; its clock starts at ``t0`` s.
+    ``note`` says which, and why (one line, for the node's log or the run's first line), with the
+    compile (or cache load) time.
 
     Raises:
         ImportError / NotCovered: ``compiled=True`` and the compiled step cannot be used.
@@ -92,19 +145,20 @@ def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | 
     from freeflyer_control.physics.kernels import available
 
     if compiled is False:
-        return Plant(ff, state, dt), "plant step: Python (compiled step not asked for)"
+        return Plant(ff, state, dt, t0), "plant step: Python (compiled step not asked for)"
     if compiled is None and not available():
-        return Plant(ff, state, dt), "plant step: Python (numba not installed: pip extra 'fast')"
+        return Plant(ff, state, dt, t0), "plant step: Python (numba not installed: pip extra 'fast')"
     from freeflyer_control.physics.kernels.arrays import NotCovered
 
     start = time.perf_counter()
     try:
         plant = CompiledPlant(ff, state, dt)
-        plant.step(tau=np.zeros(ff.model.nv))   # compiles, or loads numba's cache
+        with compile_warning("the plant step", _log):
+            plant.step(tau=np.zeros(ff.model.nv))   # compiles, or loads numba's cache
     except NotCovered as exc:
         if compiled:
             raise
-        return Plant(ff, state, dt), f"plant step: Python ({exc})"
-    plant.t = 0.0
+        return Plant(ff, state, dt, t0), f"plant step: Python ({exc})"
+    plant.t = t0
     plant.state = state   # the warm-up step undone
     return plant, f"plant step: compiled (numba, ready in {time.perf_counter() - start:.1f} s)"

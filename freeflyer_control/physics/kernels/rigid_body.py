@@ -54,6 +54,56 @@ def workspace(n, nq, nv, nb):
             np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3, 3)))
 
 
+@njit(inline="always", **_JIT)
+def _carve(buf, o, shape):
+    """(buf[o:o + prod(shape)] as an array of ``shape``, the offset after it)."""
+    size = 1
+    for s in shape:
+        size *= s
+    return buf[o:o + size].reshape(shape), o + size
+
+
+@njit(**_JIT)
+def workspace_views(buf, n, nq, nv, nb):
+    """(the arrays of :func:`workspace`, in its order and shapes, as views of the flat float buffer
+    ``buf``; the offset in buf after the last one). A caller from Python passes one array instead of
+    29 (numba's dispatch unboxes each array argument: ~60 ns apiece). buf's entry for ``zero_nv``
+    (ws[10]) must hold zeros; the size is that of workspace()'s arrays together (test_compiled_plant
+    holds the two layouts equal)."""
+    nj = nv - nb
+    R, o = _carve(buf, 0, (n, 3, 3))
+    p, o = _carve(buf, o, (n, 3))
+    V, o = _carve(buf, o, (n, 6))
+    A, o = _carve(buf, o, (n, 6))
+    F, o = _carve(buf, o, (n, 6))
+    s6, o = _carve(buf, o, (6, 6))
+    cm, o = _carve(buf, o, (n,))
+    ch, o = _carve(buf, o, (n, 3))
+    cI, o = _carve(buf, o, (n, 3, 3))
+    T, o = _carve(buf, o, (3, 3))
+    zero_nv, o = _carve(buf, o, (nv,))
+    Ia, o = _carve(buf, o, (n, 6, 6))
+    Ud, o = _carve(buf, o, (n, 8))
+    Dr, o = _carve(buf, o, (4, 6, 6))
+    stage, o = _carve(buf, o, (9, nv))
+    qs, o = _carve(buf, o, (3, nq))
+    snb, o = _carve(buf, o, (6, nb))
+    Lb, o = _carve(buf, o, (nb, nb))
+    X, o = _carve(buf, o, (nb, nj + 1))
+    H, o = _carve(buf, o, (nj, nj))
+    C, o = _carve(buf, o, (nj,))
+    acc, o = _carve(buf, o, (nj,))
+    w, o = _carve(buf, o, (4, max(nj, 1)))
+    L, o = _carve(buf, o, (nv, nv))
+    bR, o = _carve(buf, o, (n, 3, 3))
+    r, o = _carve(buf, o, (n, 3))
+    u, o = _carve(buf, o, (n, 3))
+    hb, o = _carve(buf, o, (n, 3))
+    Ib, o = _carve(buf, o, (n, 3, 3))
+    return (R, p, V, A, F, s6, cm, ch, cI, T, zero_nv, Ia, Ud, Dr, stage, qs, snb, Lb, X, H, C, acc, w, L,
+            bR, r, u, hb, Ib), o
+
+
 # ---------------------------------------------------------------------------------------------
 # Kinematics
 
@@ -1014,6 +1064,27 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
     [P; L about the world origin], world axes) is updated in place when the base force is
     non-zero. k1v, k2v, k3v stay in ws[14][2], [3], [4].
     """
+    none = ws[10][:0]
+    _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, none, none)
+
+
+@njit(**_NO_NRT)
+def plant_step_wall(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out):
+    """:func:`plant_step` with the end-effector touching a wall (physics/contact.py's WallContact,
+    as ``Plant`` steps it): at each stage the contact force of the stage's (q, v) joins tau, its
+    wrench about the world origin the momentum and its power the work, with the RK4 weights.
+
+    wall: (point (3) m, normal (3), stiffness N/m, damping N s/m, offset m, speed m/s, 0, 0,
+    the end-effector frame's origin in its body (3) m, that body's index), world axes; wall_out
+    (nb + 1 + 2 nv): the step's contact impulse (nb; N s, N m s), the contact's work (J), then
+    scratch. An empty ``wall`` is no contact (:func:`plant_step`).
+    """
+    _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out)
+
+
+@njit(inline="always", **_JIT)
+def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws, wall, wall_out):
+    """:func:`plant_step_wall`'s body (:func:`plant_step`'s, without a wall)."""
     nv = v0.shape[0]
     st, qs, snb = ws[14], ws[15], ws[16]
     th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
@@ -1021,29 +1092,39 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
     f, g = snb[0], snb[1]
     if not cholesky(M0, ws[23]):
         raise np.linalg.LinAlgError("mass matrix not positive definite")
+    hh, h6 = 0.5 * h, h / 6.0
+    contact = wall.shape[0] > 0
+    ts = tau
+    if contact:
+        ts = _wall_start(nb, nv, wall_out)
+        _wall_stage(km, planar, nb, q0, v0, tau, wall, h6, wall_out, ws)
     for k in range(nv):
-        k1v[k] = tau[k] - b0[k]
+        k1v[k] = ts[k] - b0[k]
     cholesky_solve(ws[23], k1v)
-    hh = 0.5 * h
     for k in range(nv):
         th[k] = hh * v0[k]
         vs[k] = v0[k] + hh * k1v[k]
     _dexp_inv(planar, nb, th, vs, k2t, f, g)
     integrate(km, q0, th, q2)
-    forward_dynamics(km, q2, vs, tau, k2v, ws)
+    if contact:
+        _wall_stage(km, planar, nb, q2, vs, tau, wall, 2.0 * h6, wall_out, ws)
+    forward_dynamics(km, q2, vs, ts, k2v, ws)
     for k in range(nv):
         th[k] = hh * k2t[k]
         vs[k] = v0[k] + hh * k2v[k]
     _dexp_inv(planar, nb, th, vs, k3t, f, g)
     integrate(km, q0, th, q3)
-    forward_dynamics(km, q3, vs, tau, k3v, ws)
+    if contact:
+        _wall_stage(km, planar, nb, q3, vs, tau, wall, 2.0 * h6, wall_out, ws)
+    forward_dynamics(km, q3, vs, ts, k3v, ws)
     for k in range(nv):
         th[k] = h * k3t[k]
         vs[k] = v0[k] + h * k3v[k]
     _dexp_inv(planar, nb, th, vs, k4t, f, g)
     integrate(km, q0, th, q4)
-    forward_dynamics(km, q4, vs, tau, k4v, ws)
-    h6 = h / 6.0
+    if contact:
+        _wall_stage(km, planar, nb, q4, vs, tau, wall, h6, wall_out, ws)
+    forward_dynamics(km, q4, vs, ts, k4v, ws)
     for k in range(nv):
         th[k] = h6 * (((v0[k] + 2.0 * k2t[k]) + 2.0 * k3t[k]) + k4t[k])
         v_new[k] = v0[k] + h6 * (((k1v[k] + 2.0 * k2v[k]) + 2.0 * k3v[k]) + k4v[k])
@@ -1070,6 +1151,9 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
         base_wrench_about_world_origin(planar, q4, tb, Rb, w)
         for k in range(nb):
             mom[k] = mom[k] + h6 * (wsum[k] + w[k])
+    if contact:  # the wall is external: its impulse about the world origin joins the momentum
+        for k in range(nb):
+            mom[k] = mom[k] + wall_out[k]
     kinematics(km, q_new, ws)
     crba_base_axes(km, M_new, ws)
     rows = snb[4]
@@ -1086,6 +1170,83 @@ def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new,
     for r in range(nb):
         v_new[r] = rows[r]
     rnea_base_axes(km, v_new, ws[10], b_new, ws)
+
+
+@njit(inline="always", **_JIT)
+def _wall_start(nb, nv, wall_out):
+    """Zero the impulse and work of wall_out; return its stage-forces scratch (nv,)."""
+    for k in range(nb + 1):
+        wall_out[k] = 0.0
+    return wall_out[nb + 1 + nv:nb + 1 + 2 * nv]
+
+
+@njit(inline="always", **_JIT)
+def _wall_stage(km, planar, nb, q, v, tau, wall, weight, wall_out, ws):
+    """The wall contact of physics/contact.py (``WallContact.sample``) at a stage (q, v): with
+    p_e the end-effector origin (world), g = J^T n its Jacobian's transpose on the normal (nv,),
+    d = n . (point - p_e) + offset, push = max(0, k d + c (speed - g . v)) when d > 0, else 0.
+    Writes tau + push g into wall_out's stage forces and adds weight x [f; p_e x f] (f = push n;
+    planar [fx, fy, (p_e x f)z]) to the impulse and weight x push (g . v) to the work. Uses the
+    placement scratch of ws (R, p, and the composite-inertia arrays, which CRBA rewrites)."""
+    nv = v.shape[0]
+    g = wall_out[nb + 1:nb + 1 + nv]
+    ts = wall_out[nb + 1 + nv:nb + 1 + 2 * nv]
+    R, p, oR, op = ws[0], ws[1], ws[8], ws[7]
+    forward_kinematics(km, q, R, p)
+    world_placements(km, R, p, oR, op)
+    b = int(wall[15])
+    fx, fy, fz = wall[12], wall[13], wall[14]
+    e0 = op[b, 0] + oR[b, 0, 0] * fx + oR[b, 0, 1] * fy + oR[b, 0, 2] * fz
+    e1 = op[b, 1] + oR[b, 1, 0] * fx + oR[b, 1, 1] * fy + oR[b, 1, 2] * fz
+    e2 = op[b, 2] + oR[b, 2, 0] * fx + oR[b, 2, 1] * fy + oR[b, 2, 2] * fz
+    n0, n1, n2 = wall[3], wall[4], wall[5]
+    for k in range(nv):
+        g[k] = 0.0
+    jint, axis = km[0], km[3]
+    i = b
+    while i >= 0:
+        par, kind, iv = jint[i, 0], jint[i, 1], jint[i, 3]
+        r0, r1, r2 = e0 - op[i, 0], e1 - op[i, 1], e2 - op[i, 2]
+        m0, m1, m2 = r1 * n2 - r2 * n1, r2 * n0 - r0 * n2, r0 * n1 - r1 * n0   # r x n
+        if kind == FREEFLYER:  # base velocity in base_link axes: R^T n, R^T (r x n)
+            for a in range(3):
+                g[iv + a] = oR[i, 0, a] * n0 + oR[i, 1, a] * n1 + oR[i, 2, a] * n2
+                g[iv + 3 + a] = oR[i, 0, a] * m0 + oR[i, 1, a] * m1 + oR[i, 2, a] * m2
+        elif kind == PLANAR:
+            g[iv] = oR[i, 0, 0] * n0 + oR[i, 1, 0] * n1 + oR[i, 2, 0] * n2
+            g[iv + 1] = oR[i, 0, 1] * n0 + oR[i, 1, 1] * n1 + oR[i, 2, 1] * n2
+            g[iv + 2] = m2
+        else:
+            a0 = oR[i, 0, 0] * axis[i, 0] + oR[i, 0, 1] * axis[i, 1] + oR[i, 0, 2] * axis[i, 2]
+            a1 = oR[i, 1, 0] * axis[i, 0] + oR[i, 1, 1] * axis[i, 1] + oR[i, 1, 2] * axis[i, 2]
+            a2 = oR[i, 2, 0] * axis[i, 0] + oR[i, 2, 1] * axis[i, 1] + oR[i, 2, 2] * axis[i, 2]
+            if kind == PRISMATIC:
+                g[iv] = a0 * n0 + a1 * n1 + a2 * n2
+            else:
+                g[iv] = a0 * m0 + a1 * m1 + a2 * m2
+        i = par
+    gv = 0.0
+    for k in range(nv):
+        gv += g[k] * v[k]
+    d = n0 * (wall[0] - e0) + n1 * (wall[1] - e1) + n2 * (wall[2] - e2) + wall[8]
+    push = 0.0
+    if d > 0.0:
+        push = max(0.0, wall[6] * d + wall[7] * (wall[9] - gv))
+    for k in range(nv):
+        ts[k] = tau[k] + push * g[k]
+    f0, f1, f2 = push * n0, push * n1, push * n2
+    if planar:
+        wall_out[0] += weight * f0
+        wall_out[1] += weight * f1
+        wall_out[2] += weight * (e0 * f1 - e1 * f0)
+    else:
+        wall_out[0] += weight * f0
+        wall_out[1] += weight * f1
+        wall_out[2] += weight * f2
+        wall_out[3] += weight * (e1 * f2 - e2 * f1)
+        wall_out[4] += weight * (e2 * f0 - e0 * f2)
+        wall_out[5] += weight * (e0 * f1 - e1 * f0)
+    wall_out[nb] += weight * push * gv
 
 
 # ---------------------------------------------------------------------------------------------

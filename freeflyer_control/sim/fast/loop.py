@@ -94,7 +94,7 @@ def run_ticks(kmP, kmC, same_model, planar, nb, arm_v, arm_q, arm_kind, wheel_v,
 
     Every plant step is checked as ``Plant.step`` checks it (docs/conventions.md, "Divergence"):
     a speed over ``v_bounds`` (nv,) or NaN, or a kinetic energy gain the work of the held forces
-    does not explain (``physics.plant.energy_explained``, compiled from that definition). ``div``
+    does not explain (``physics.energy_balance.energy_explained``, compiled from that definition). ``div``
     (7,) carries the check across calls: [0] the kinetic energy of the accepted state (J), kept
     up to date; a failed step stops the loop, leaves the rejected state in q, v and sets [1] to
     DIVERGED_SPEED or DIVERGED_ENERGY, [2], [3] to its tick and substep, [4], [5] to its energy

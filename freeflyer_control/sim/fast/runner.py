@@ -324,6 +324,7 @@ def run_fast(config, progress: Callable[[float, float], None] | None = None, *, 
     result = SimResult(ff, config, series, recorder.columns)
     result.summary = summarize(result, loop, duration, wall, t_reached=t_reached)
     result.summary["engine"] = "compiled (numba)"
+    result.summary["engine_reason"] = result.summary["plant_step"] = None   # the Python engine's say why
     result.summary["plant_diverged"] = diverged
     return result
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Screenshots of rviz2 under Xvfb: one per bundled robot and one per launch file, into docs/images/.
+
+Run by hand in a sourced ROS 2 environment with this package built (colcon), rviz2, Xvfb and
+ImageMagick's ``import`` installed:
+
+    source install/setup.bash
+    python3 tools/rviz_screenshots.py [--out docs/images] [--settle 25] [--only view_spatial_6link]
+
+For every case it starts a virtual display (``Xvfb :N``), ``ros2 launch freeflyer_control
+<launch file> <arguments> rviz:=true`` on it, waits ``--settle`` seconds (the graph starts, the
+robot moves, the markers arrive), grabs the screen with ``import -window root`` and ends the launch
+(SIGINT to its process group, as Ctrl-C does). It prints a table of the images and whether each
+looks drawn (not a single colour). Nothing here is imported by the package or the tests.
+
+Cases: ``view.launch.py`` for every bundled robot (the robot at rest, standing alone), and
+``sim.launch.py`` (planar_4link flying station keeping: thrusters fire, the attitude error
+shows; spatial_6link, dual_arm_planar holding planar_box, dual_arm_planar capturing it),
+``hil_sim.launch.py`` and ``testbed.launch.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ROBOTS = ("planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof", "spatial_dual_arm")
+
+# name -> (launch file, arguments)
+CASES: dict[str, tuple[str, list[str]]] = {
+    **{f"view_{robot}": ("view.launch.py", [f"robot:={robot}"]) for robot in ROBOTS},
+    "sim_planar_4link_flying": ("sim.launch.py", ["robot:=planar_4link", "mode:=flying"]),
+    "sim_spatial_6link": ("sim.launch.py", ["robot:=spatial_6link", "mode:=rotation-floating"]),
+    "sim_dual_arm_planar_object": ("sim.launch.py", ["robot:=dual_arm_planar", "object:=planar_box"]),
+    "sim_dual_arm_planar_capture": ("sim.launch.py", ["robot:=dual_arm_planar", "object:=planar_box",
+                                                      "object_free:=true", "mode:=flying"]),
+    "hil_sim_planar_4link": ("hil_sim.launch.py", []),
+    "testbed_planar_4link": ("testbed.launch.py", ["robot:=planar_4link"]),
+}
+
+
+def free_display() -> int:
+    for n in range(90, 200):
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
+            return n
+    raise RuntimeError("no free X display number between :90 and :199")
+
+
+def looks_drawn(png: Path) -> bool:
+    """More than one colour in the image (a blank or black screen has one)."""
+    out = subprocess.run(["identify", "-format", "%k", str(png)], capture_output=True, text=True)
+    return out.returncode == 0 and out.stdout.strip().isdigit() and int(out.stdout.strip()) > 16
+
+
+def shoot(name: str, launch_file: str, arguments: list[str], out: Path, settle: float, size: str) -> Path:
+    display = free_display()
+    xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", f"{size}x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "DISPLAY": f":{display}"}
+    log = tempfile.NamedTemporaryFile(prefix=f"rviz-{name}-", suffix=".log", delete=False)
+    launch = None
+    try:
+        time.sleep(1.0)
+        launch = subprocess.Popen(["ros2", "launch", "freeflyer_control", launch_file, *arguments, "rviz:=true"],
+                                  env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(settle)
+        if launch.poll() is not None:
+            raise RuntimeError(f"{name}: the launch ended early (exit {launch.returncode}); see {log.name}")
+        path = out / f"rviz_{name}.png"
+        subprocess.run(["import", "-display", f":{display}", "-window", "root", str(path)], check=True, env=env)
+        return path
+    finally:
+        if launch is not None and launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGINT)
+            try:
+                launch.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(launch.pid, signal.SIGKILL)
+                launch.wait()
+        xvfb.terminate()
+        xvfb.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
+    parser.add_argument("--settle", type=float, default=25.0, help="s between the launch and the screenshot")
+    parser.add_argument("--size", default="1280x800", help="screen size of the virtual display")
+    parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="these cases only")
+    args = parser.parse_args()
+    missing = [tool for tool in ("ros2", "rviz2", "Xvfb", "import", "identify") if shutil.which(tool) is None]
+    if missing:
+        print(f"rviz_screenshots: missing {', '.join(missing)} (source ROS 2 and the workspace; "
+              "apt-get install xvfb imagemagick)", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    print("| case | launch | image | drawn |\n|---|---|---|---|")
+    failed = 0
+    for name in args.only or CASES:
+        launch_file, arguments = CASES[name]
+        try:
+            path = shoot(name, launch_file, arguments, args.out, args.settle, args.size)
+            drawn = looks_drawn(path)
+            failed += not drawn
+            print(f"| {name} | {launch_file} {' '.join(arguments)} | {path.relative_to(REPO) if path.is_relative_to(REPO) else path} | {'yes' if drawn else 'NO'} |",
+                  flush=True)
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            failed += 1
+            print(f"| {name} | {launch_file} {' '.join(arguments)} | failed: {exc} | NO |", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
