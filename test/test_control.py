@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from conftest import TWO_LINK_PLANAR_URDF, bare_planar_robot, robot
+from engine_support import wilde_floating as shared_wilde_floating, with_engines
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import WILDE_PERIOD, Maneuver, make_maneuver
@@ -28,14 +29,17 @@ def _angle_from_start(quats: np.ndarray) -> np.ndarray:
                      for q in quats])
 
 
-@pytest.fixture(scope="module", params=["planar_4link", "spatial_6link"])
+@pytest.fixture(scope="module", params=with_engines(["planar_4link", "spatial_6link"]))
 def wilde_floating(request):
-    # The whole maneuver, one joint after the other; 100 Hz is ample for K_P = K_D = 1.
-    return run_simulation(SimConfig(robot=request.param, mode="floating", maneuver="wilde",
-                                    rate=100.0, log_rate=20.0))
+    # The whole maneuver, one joint after the other, on each engine (DIGEST T001-1 holds on
+    # both); run once per session, shared with test_wilde_tutorial.py.
+    name, engine = request.param
+    return shared_wilde_floating(engine, name)
 
 
 def test_wilde_floating_conserves_momentum_and_keeps_com_fixed(wilde_floating):
+    """DIGEST T001-1: from zero momentum with no base actuation, P and L stay 0 to integrator
+    tolerance, the system CoM stays put, and base momentum is minus the arm's, all along."""
     s = wilde_floating.summary
     # The plant projects onto the integrated momentum (zero here): round-off only.
     assert s["max_abs_linear_momentum"] < 1e-9

@@ -81,11 +81,12 @@ def _pose(ff, data, q, frame, point):
     return M.translation + M.rotation @ point, M.rotation.copy()
 
 
-def finite_difference_twist(ff, state, driver, frame, point, h=1e-5):
-    """Twist [v; w] (world axes) of a point from the plant's own motion, one-sided second
-    order: x'(0) = (-3 x0 + 4 x(h) - x(2h)) / 2h, error O(h^2)."""
+def finite_difference_twist(ff, state, driver, frame, point, h=1e-5, make_plant=Plant):
+    """Twist [v; w] (world axes) of a point from the motion of the plant ``make_plant(ff,
+    state, h)`` builds (the Python one by default), one-sided second order:
+    x'(0) = (-3 x0 + 4 x(h) - x(2h)) / 2h, error O(h^2)."""
     data = ff.create_data()
-    plant = Plant(ff, state, h)
+    plant = make_plant(ff, state, h)
     act = driver(state)  # held over both sub-steps, as the plant's zero-order hold does
     poses = [_pose(ff, data, state.q, frame, point)]
     for _ in range(2):

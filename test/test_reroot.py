@@ -20,12 +20,12 @@ import pinocchio as pin
 import pytest
 import yaml
 from conftest import random_state
+from engine_support import ENGINES
 
 from freeflyer_control.errors import ModelError
 from freeflyer_control.model import load_robot
 from freeflyer_control.physics.base_invariant.sweeps import p_sweep
 from freeflyer_control.physics.base_invariant.tree import build_tree
-from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.operational_space import osi_all_links
 from freeflyer_control.physics.rerooted import map_state, velocity_map
@@ -79,21 +79,32 @@ def _fext(ff, data, pushes):
     return fext
 
 
-def _body_accelerations(ff, state, tau, pushes):
+def _body_accelerations(ff, state, tau, pushes, engine=None):
     """Every link's [classical linear acceleration of its origin; angular acceleration],
-    world axes."""
+    world axes, on Pinocchio (``engine`` None: external forces through ABA's fext) or on an
+    engine of engine_support (external forces as generalized forces)."""
     model, data = ff.model, ff.create_data()
     pin.framesForwardKinematics(model, data, state.q)
-    ddq = pin.aba(model, data, state.q, state.v, tau, _fext(ff, data, pushes))
+    if engine is None:
+        ddq = pin.aba(model, data, state.q, state.v, tau, _fext(ff, data, pushes))
+    else:
+        pushed = np.zeros(model.nv)
+        for link, w in pushes.items():
+            J = pin.computeFrameJacobian(model, data, state.q, model.getFrameId(link), pin.LOCAL_WORLD_ALIGNED)
+            pushed += J.T @ w
+        ddq = engine.forward_dynamics(ff, state.q, state.v, tau + pushed)
     pin.forwardKinematics(model, data, state.q, state.v, ddq)
     pin.updateFramePlacements(model, data)
     return {link: pin.getFrameClassicalAcceleration(
         model, data, model.getFrameId(link), pin.LOCAL_WORLD_ALIGNED).vector for link in _links(ff)}
 
 
+@pytest.mark.parametrize("engine", [None, *ENGINES], ids=["pinocchio-fext", "python", "compiled"])
 @pytest.mark.parametrize("urdf,base,root", CASES)
 @pytest.mark.parametrize("pushed", [False, True], ids=["no-external-wrench", "external-wrench"])
-def test_rerooted_robot_gives_every_body_the_same_world_acceleration(urdf, base, root, pushed):
+def test_rerooted_robot_gives_every_body_the_same_world_acceleration(urdf, base, root, pushed, engine):
+    """On Pinocchio with external forces through ABA's fext, and on each engine with them as
+    generalized forces J' w."""
     src, dst = _pair(urdf, base, root)
     rng = np.random.default_rng(20)
     state = random_state(src, rng, joint_rate=1.0, base_speed=0.3, base_rate=0.5)
@@ -106,8 +117,8 @@ def test_rerooted_robot_gives_every_body_the_same_world_acceleration(urdf, base,
         if base == "planar":
             for w in pushes.values():
                 w[[2, 3, 4]] = 0.0  # in-plane forces, moments about z
-    a_src = _body_accelerations(src, state, tau_src, pushes)
-    a_dst = _body_accelerations(dst, mapped, tau_dst, pushes)
+    a_src = _body_accelerations(src, state, tau_src, pushes, engine)
+    a_dst = _body_accelerations(dst, mapped, tau_dst, pushes, engine)
     assert set(a_src) == set(a_dst)
     scale = max(np.abs(a).max() for a in a_src.values())
     for link in a_src:
@@ -130,16 +141,17 @@ def test_rerooted_robot_has_the_same_kinetic_energy_and_momentum(urdf, base, roo
     assert np.abs(com_dst[planar_rows] - com_src[planar_rows]).max() < 1e-12
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("urdf,base,root", CASES)
-def test_mass_matrices_are_congruent_through_the_explicit_velocity_map(urdf, base, root):
-    """T004-2: M_dst = T^T M_src T with nu_src = T nu_dst."""
+def test_mass_matrices_are_congruent_through_the_explicit_velocity_map(urdf, base, root, engine):
+    """T004-2: M_dst = T^T M_src T with nu_src = T nu_dst, each M from the engine."""
     src, dst = _pair(urdf, base, root)
     state = random_state(src, np.random.default_rng(22), joint_rate=1.0)
     mapped = map_state(src, state, dst)
     T = velocity_map(src, dst, mapped.q)
     assert _rel(T @ mapped.v, state.v) < REL  # the map takes the mapped velocity back
-    M_src = mass_matrix(src, src.create_data(), state.q)
-    M_dst = mass_matrix(dst, dst.create_data(), mapped.q)
+    M_src = engine.mass_and_bias(src, state.q, state.v)[0]
+    M_dst = engine.mass_and_bias(dst, mapped.q, mapped.v)[0]
     assert _rel(T.T @ M_src @ T, M_dst) < REL
 
 
