@@ -26,8 +26,9 @@ What the Python path does, per tick, and where it is defined there:
 The base pose loop, the hybrid solve and the joint, wheel and thruster saturation are written a
 second time here, in scalar loops: their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
 version interpreted would cost the Python path tens of microseconds a call). docs/benchmarks.md
-says why; ``test/test_fast_modes.py`` checks every function here against its Python definition
-to round-off, and closed loops in every mode against the Python engine.
+("One definition, and what is written twice") says why; ``test/test_fast_modes.py`` checks every
+function here against its Python definition to round-off, and closed loops in every mode against
+the Python engine.
 
 Mode codes are indices in ``list(Mode)``: 0 floating, 1 rotation-floating, 2 rotation-flying,
 3 translation-flying, 4 flying. Base coordinates are Pinocchio's (base_link axes); commanded
