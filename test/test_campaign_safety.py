@@ -179,7 +179,7 @@ def test_a_campaign_json_or_journal_line_that_is_not_a_campaigns_is_refused_nami
     out.mkdir()
     (out / "campaign.json").write_text("[1,2]\n")
     line = refused("campaign", str(spec_path), "--out", str(out))
-    assert f"{out / 'campaign.json'} is not a campaign's record ('[1, 2]')" in line
+    assert f"{out / 'campaign.json'} is not a campaign's record ([1, 2])" in line
     (out / "campaign.json").unlink()
     journal = Journal(out, load_spec(spec_path))
     journal.record([{"run": 0, "status": "ok"}])

@@ -720,7 +720,8 @@ def test_sim_out_that_is_a_file_exits_2_before_simulating(capsys, tmp_path, no_s
 def test_sim_empty_out_exits_2_instead_of_writing_into_the_current_folder(capsys, no_simulating):
     rc, _, err = run(capsys, *SHORT_SIM, "--out", "")
     assert rc == 2
-    assert err == "freeflyer sim: error: --out is empty: give a folder (it is created if missing)\n"
+    assert err == ("freeflyer sim: error: argument --out: empty; give a value, or leave the option out (see "
+                   "freeflyer sim --help)\n")
 
 
 def test_sim_out_under_a_file_exits_2_naming_the_file(capsys, tmp_path, no_simulating):

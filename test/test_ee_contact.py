@@ -181,7 +181,8 @@ def test_contact_force_settles_on_a_heavy_floating_wall_in_flying_mode():
      "freeflyer sim: error: --wall-mass is the wall of --maneuver ee-contact; maneuver 'ee-point' has no wall: "
      "drop --wall-mass"),
     (["--maneuver", "ee-contact", "--wall-mass", "0"],
-     "freeflyer sim: error: argument --wall-mass: give a number in (0, 1e+06] kg, got '0'"),
+     "freeflyer sim: error: argument --wall-mass: give a number in [0.001, 1e+06] kg (a gram to a thousand tonnes; "
+     "heavier is a fixed wall: leave --wall-mass out), got '0'"),
     (["--maneuver", "ee-contact", "--controller", "impedance", "--via-testbed"],
      "freeflyer sim: error: --maneuver ee-contact is not emulated with --via-testbed (the emulated testbed has "
      "no wall); run it without --via-testbed"),
