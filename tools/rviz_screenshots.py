@@ -29,21 +29,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ROBOTS = ("planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof", "spatial_dual_arm")
 
-# name -> (launch file, arguments)
-CASES: dict[str, tuple[str, list[str]]] = {
-    **{f"view_{robot}": ("view.launch.py", [f"robot:={robot}"]) for robot in ROBOTS},
-    "sim_planar_4link_flying": ("sim.launch.py", ["robot:=planar_4link", "mode:=flying"]),
-    "sim_spatial_6link": ("sim.launch.py", ["robot:=spatial_6link", "mode:=rotation-floating"]),
-    "sim_dual_arm_planar_object": ("sim.launch.py", ["robot:=dual_arm_planar", "object:=planar_box"]),
-    "sim_dual_arm_planar_capture": ("sim.launch.py", ["robot:=dual_arm_planar", "object:=planar_box",
-                                                      "object_free:=true", "mode:=flying"]),
-    "hil_sim_planar_4link": ("hil_sim.launch.py", []),
-    "testbed_planar_4link": ("testbed.launch.py", ["robot:=planar_4link"]),
+
+
+@dataclass(frozen=True)
+class Case:
+    launch_file: str
+    arguments: tuple[str, ...] = ()
+    # A process standing in for what the launch file expects from outside (a testbed's
+    # hardware), started before the launch and ended after it.
+    companion: tuple[str, ...] = ()
+
+
+CASES: dict[str, Case] = {
+    **{f"view_{robot}": Case("view.launch.py", (f"robot:={robot}",)) for robot in ROBOTS},
+    "sim_planar_4link_flying": Case("sim.launch.py", ("robot:=planar_4link", "mode:=flying")),
+    "sim_spatial_6link": Case("sim.launch.py", ("robot:=spatial_6link", "mode:=rotation-floating")),
+    "sim_dual_arm_planar_object": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_box")),
+    "sim_dual_arm_planar_capture": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_box",
+                                                          "object_free:=true", "mode:=flying")),
+    "hil_sim_planar_4link": Case("hil_sim.launch.py"),
+    # testbed.launch.py alone has no robot state to show (the lab's hardware publishes it): the
+    # testbed emulator plays the hardware, in a process of its own, as a lab's drivers would.
+    "testbed_planar_4link": Case("testbed.launch.py", ("testbed:=planar_4link",),
+                                 companion=("ros2", "run", "freeflyer_control", "testbed_emulator",
+                                            "--ros-args", "-p", "testbed_config:=planar_4link")),
 }
 
 
@@ -60,16 +75,44 @@ def looks_drawn(png: Path) -> bool:
     return out.returncode == 0 and out.stdout.strip().isdigit() and int(out.stdout.strip()) > 16
 
 
-def shoot(name: str, launch_file: str, arguments: list[str], out: Path, settle: float, size: str) -> Path:
-    display = free_display()
+def start_xvfb(display: int, size: str) -> subprocess.Popen:
+    """``Xvfb :display``, once it accepts clients (its socket exists)."""
     xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", f"{size}x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    socket = Path(f"/tmp/.X11-unix/X{display}")
+    deadline = time.monotonic() + 10.0
+    while not socket.exists():
+        if xvfb.poll() is not None or time.monotonic() > deadline:
+            xvfb.kill()
+            raise RuntimeError(f"Xvfb :{display} did not start (exit {xvfb.poll()})")
+        time.sleep(0.1)
+    return xvfb
+
+
+def stop(process: subprocess.Popen | None, timeout: float = 30.0) -> None:
+    """SIGINT to the process group (as Ctrl-C), SIGKILL after ``timeout`` s."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def shoot(name: str, case: Case, out: Path, settle: float, size: str) -> Path:
+    display = free_display()
+    xvfb = start_xvfb(display, size)
     env = {**os.environ, "DISPLAY": f":{display}"}
     log = tempfile.NamedTemporaryFile(prefix=f"rviz-{name}-", suffix=".log", delete=False)
-    launch = None
+    launch = companion = None
     try:
-        time.sleep(1.0)
-        launch = subprocess.Popen(["ros2", "launch", "freeflyer_control", launch_file, *arguments, "rviz:=true"],
+        if case.companion:
+            companion = subprocess.Popen(list(case.companion), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        launch = subprocess.Popen(["ros2", "launch", "freeflyer_control", case.launch_file, *case.arguments,
+                                   "rviz:=true"],
                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(settle)
         if launch.poll() is not None:
@@ -78,13 +121,8 @@ def shoot(name: str, launch_file: str, arguments: list[str], out: Path, settle: 
         subprocess.run(["import", "-display", f":{display}", "-window", "root", str(path)], check=True, env=env)
         return path
     finally:
-        if launch is not None and launch.poll() is None:
-            os.killpg(launch.pid, signal.SIGINT)
-            try:
-                launch.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(launch.pid, signal.SIGKILL)
-                launch.wait()
+        stop(launch)
+        stop(companion)
         xvfb.terminate()
         xvfb.wait()
 
@@ -96,6 +134,10 @@ def main() -> int:
     parser.add_argument("--size", default="1280x800", help="screen size of the virtual display")
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="these cases only")
     args = parser.parse_args()
+    # A shell's background job starts with SIGINT ignored, and an ignored signal stays ignored
+    # across exec: ros2 launch would never see the SIGINT that ends it. A handled one is reset.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     missing = [tool for tool in ("ros2", "rviz2", "Xvfb", "import", "identify") if shutil.which(tool) is None]
     if missing:
         print(f"rviz_screenshots: missing {', '.join(missing)} (source ROS 2 and the workspace; "
@@ -105,16 +147,17 @@ def main() -> int:
     print("| case | launch | image | drawn |\n|---|---|---|---|")
     failed = 0
     for name in args.only or CASES:
-        launch_file, arguments = CASES[name]
+        case = CASES[name]
+        command = f"{case.launch_file} {' '.join(case.arguments)}".strip()
         try:
-            path = shoot(name, launch_file, arguments, args.out, args.settle, args.size)
+            path = shoot(name, case, args.out, args.settle, args.size)
             drawn = looks_drawn(path)
             failed += not drawn
-            print(f"| {name} | {launch_file} {' '.join(arguments)} | {path.relative_to(REPO) if path.is_relative_to(REPO) else path} | {'yes' if drawn else 'NO'} |",
+            print(f"| {name} | {command} | {path.relative_to(REPO) if path.is_relative_to(REPO) else path} | {'yes' if drawn else 'NO'} |",
                   flush=True)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             failed += 1
-            print(f"| {name} | {launch_file} {' '.join(arguments)} | failed: {exc} | NO |", flush=True)
+            print(f"| {name} | {command} | failed: {exc} | NO |", flush=True)
     return 1 if failed else 0
 
 
