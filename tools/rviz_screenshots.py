@@ -69,10 +69,42 @@ def free_display() -> int:
     raise RuntimeError("no free X display number between :90 and :199")
 
 
-def looks_drawn(png: Path) -> bool:
-    """More than one colour in the image (a blank or black screen has one)."""
-    out = subprocess.run(["identify", "-format", "%k", str(png)], capture_output=True, text=True)
-    return out.returncode == 0 and out.stdout.strip().isdigit() and int(out.stdout.strip()) > 16
+def window_size(config: Path) -> str:
+    """The rviz window's size saved in ``config``, "WxH". The virtual screen gets this size: rviz
+    opens its window at that size whatever the screen, and on a smaller screen the right and bottom
+    of the 3-D view were cut off (with the robot, which the view centres)."""
+    import yaml
+
+    geometry = yaml.safe_load(config.read_text())["Window Geometry"]
+    return f"{geometry['Width']}x{geometry['Height']}"
+
+
+def coloured_share(png: Path) -> float:
+    """Share of the 3-D view's pixels that are coloured (chroma above 0.1, of 1).
+
+    The 3-D view is the right 60 % of the window (the Displays panel holds the left). Its empty
+    scene (grey background, grey grid, the TF axes' few thin lines) has almost no coloured pixels;
+    the robot's orange and blue links, the CoM ball, the markers and the object do.
+    """
+    out = subprocess.run(["convert", str(png), "-gravity", "east", "-crop", "60%x100%+0+0", "+repage",
+                          "-colorspace", "HCL", "-channel", "G", "-separate", "-threshold", "10%",
+                          "-format", "%[fx:mean]", "info:"], capture_output=True, text=True)
+    try:
+        return float(out.stdout.strip())
+    except ValueError:
+        raise RuntimeError(f"ImageMagick convert could not read {png}: {out.stderr.strip()}") from None
+
+
+def shrink(png: Path, fit: str) -> None:
+    """Shrunk to fit in ``fit`` (WxH, never enlarged), 256 colours without dithering (dithering
+    speckles rviz's flat greys): under 300 kB, for docs/."""
+    subprocess.run(["convert", str(png), "-resize", f"{fit}>", "+dither", "-colors", "256", f"PNG8:{png}"],
+                   check=True)
+
+
+# Measured at rviz/freeflyer.rviz's view: rviz up with nothing but world -> base_link (grid and one TF
+# axes) 0.00025; the robot with least colour in view, dual_arm_planar at rest, 0.0054.
+DRAWN_SHARE = 0.002
 
 
 def start_xvfb(display: int, size: str) -> subprocess.Popen:
@@ -101,7 +133,7 @@ def stop(process: subprocess.Popen | None, timeout: float = 30.0) -> None:
         process.wait()
 
 
-def shoot(name: str, case: Case, out: Path, settle: float, size: str) -> Path:
+def shoot(name: str, case: Case, out: Path, settle: float, size: str, fit: str) -> Path:
     display = free_display()
     xvfb = start_xvfb(display, size)
     env = {**os.environ, "DISPLAY": f":{display}"}
@@ -131,33 +163,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     parser.add_argument("--settle", type=float, default=25.0, help="s between the launch and the screenshot")
-    parser.add_argument("--size", default="1280x800", help="screen size of the virtual display")
+    parser.add_argument("--size", default=None,
+                        help="screen size of the virtual display, WxH (default: the rviz window's, from rviz/freeflyer.rviz)")
+    parser.add_argument("--fit", default="1280x800", help="the image is shrunk to fit in WxH")
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="these cases only")
     args = parser.parse_args()
     # A shell's background job starts with SIGINT ignored, and an ignored signal stays ignored
     # across exec: ros2 launch would never see the SIGINT that ends it. A handled one is reset.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    missing = [tool for tool in ("ros2", "rviz2", "Xvfb", "import", "identify") if shutil.which(tool) is None]
+    missing = [tool for tool in ("ros2", "rviz2", "Xvfb", "import", "convert") if shutil.which(tool) is None]
     if missing:
         print(f"rviz_screenshots: missing {', '.join(missing)} (source ROS 2 and the workspace; "
               "apt-get install xvfb imagemagick)", file=sys.stderr)
         return 2
+    size = args.size or window_size(REPO / "rviz" / "freeflyer.rviz")
     args.out.mkdir(parents=True, exist_ok=True)
-    print("| case | launch | image | drawn |\n|---|---|---|---|")
+    print("| case | launch | image | coloured share of the 3-D view | drawn |\n|---|---|---|---|---|")
     failed = 0
     for name in args.only or CASES:
         case = CASES[name]
         command = f"{case.launch_file} {' '.join(case.arguments)}".strip()
         try:
-            path = shoot(name, case, args.out, args.settle, args.size)
-            drawn = looks_drawn(path)
-            failed += not drawn
-            print(f"| {name} | {command} | {path.relative_to(REPO) if path.is_relative_to(REPO) else path} | {'yes' if drawn else 'NO'} |",
+            path = shoot(name, case, args.out, args.settle, size, args.fit)
+            share = coloured_share(path)
+            shrink(path, args.fit)
+            failed += share < DRAWN_SHARE
+            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            print(f"| {name} | {command} | {shown} | {share:.4f} | {'yes' if share >= DRAWN_SHARE else 'NO'} |",
                   flush=True)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             failed += 1
-            print(f"| {name} | {command} | failed: {exc} | NO |", flush=True)
+            print(f"| {name} | {command} | failed: {exc} | | NO |", flush=True)
     return 1 if failed else 0
 
 
