@@ -34,7 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ROBOTS = ("planar_4link", "spatial_6link", "dual_arm_planar", "spatial_7dof", "spatial_dual_arm")
-
+# The launch's output (rviz's, the nodes') when rviz has drawn its first frame.
+RVIZ_UP = "OpenGl version"
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,30 @@ class Case:
     # A process standing in for what the launch file expects from outside (a testbed's
     # hardware), started before the launch and ended after it.
     companion: tuple[str, ...] = ()
+    # The moment worth showing: after ``--settle`` s (or, with ``ready``, once the launch's output
+    # has that text), ``stimulus`` runs (a command, to completion) and the grab follows ``wait`` s
+    # later. A station-keeping base at rest fires no thruster; an ee target sets the arm moving.
+    ready: str = ""
+    stimulus: tuple[str, ...] = ()
+    wait: float = 0.0
 
+
+# planar_4link's ee_link starts at (1.363, 0, 0), world: a target 35 cm away swings the arm, whose
+# reaction turns the base; the grab is while the thrusters fight it back.
+EE_TARGET = ("ros2", "topic", "pub", "--once", "-w", "1", "/ee_target/ee_link", "geometry_msgs/msg/PoseStamped",
+             "{header: {frame_id: world}, pose: {position: {x: 1.2, y: 0.3, z: 0.0}, orientation: {w: 0.0}}}")
 
 CASES: dict[str, Case] = {
     **{f"view_{robot}": Case("view.launch.py", (f"robot:={robot}",)) for robot in ROBOTS},
-    "sim_planar_4link_flying": Case("sim.launch.py", ("robot:=planar_4link", "mode:=flying")),
+    "sim_planar_4link_flying": Case("sim.launch.py", ("robot:=planar_4link", "mode:=flying"),
+                                    stimulus=EE_TARGET, wait=2.0),
     "sim_spatial_6link": Case("sim.launch.py", ("robot:=spatial_6link", "mode:=rotation-floating")),
     "sim_dual_arm_planar_object": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_box")),
+    # The capture closes about 1.6 s (simulated) after the controller starts: grabbed during the
+    # approach (a loaded machine runs the simulation slower than the wall clock, never faster).
     "sim_dual_arm_planar_capture": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_box",
-                                                          "object_free:=true", "mode:=flying")),
+                                                          "object_free:=true", "mode:=flying"),
+                                        ready="capture of 'planar_box'", wait=0.7),
     "hil_sim_planar_4link": Case("hil_sim.launch.py"),
     # testbed.launch.py alone has no robot state to show (the lab's hardware publishes it): the
     # testbed emulator plays the hardware, in a process of its own, as a lab's drivers would.
@@ -133,6 +149,16 @@ def stop(process: subprocess.Popen | None, timeout: float = 30.0) -> None:
         process.wait()
 
 
+def wait_for_output(log: Path, texts: tuple[str, ...], launch: subprocess.Popen, timeout: float) -> None:
+    """Until every one of ``texts`` is in ``log`` (the launch's output); the first numba compile
+    on a machine takes minutes, hence the long ``timeout`` (s)."""
+    deadline = time.monotonic() + timeout
+    while not all(text in log.read_text(errors="replace") for text in texts):
+        if launch.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"no {texts!r} in the launch's output within {timeout:g} s; see {log}")
+        time.sleep(0.05)
+
+
 def shoot(name: str, case: Case, out: Path, settle: float, size: str, fit: str) -> Path:
     display = free_display()
     xvfb = start_xvfb(display, size)
@@ -146,9 +172,15 @@ def shoot(name: str, case: Case, out: Path, settle: float, size: str, fit: str) 
         launch = subprocess.Popen(["ros2", "launch", "freeflyer_control", case.launch_file, *case.arguments,
                                    "rviz:=true"],
                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        time.sleep(settle)
+        if case.ready:
+            wait_for_output(Path(log.name), (RVIZ_UP, case.ready), launch, max(settle, 300.0))
+        else:
+            time.sleep(settle)
         if launch.poll() is not None:
             raise RuntimeError(f"{name}: the launch ended early (exit {launch.returncode}); see {log.name}")
+        if case.stimulus:
+            subprocess.run(list(case.stimulus), env=env, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60)
+        time.sleep(case.wait)
         path = out / f"rviz_{name}.png"
         subprocess.run(["import", "-display", f":{display}", "-window", "root", str(path)], check=True, env=env)
         return path
