@@ -2,21 +2,28 @@
 """Screenshots of rviz2 under Xvfb: one per bundled robot and one per launch file, into docs/images/.
 
 Run by hand in a sourced ROS 2 environment with this package built (colcon), rviz2, Xvfb and
-ImageMagick's ``import`` installed:
+ImageMagick (``import``, ``convert``) installed, from a checkout of this repository:
 
-    source install/setup.bash
-    python3 tools/rviz_screenshots.py [--out docs/images] [--settle 25] [--only view_spatial_6link]
+    source /opt/ros/jazzy/setup.bash && source install/setup.bash   # the workspace with this package
+    export ROS_DOMAIN_ID=57                                         # a graph of its own
+    python3 tools/rviz_screenshots.py [--out docs/images] [--settle 30] [--only view_spatial_6link ...]
 
-For every case it starts a virtual display (``Xvfb :N``), ``ros2 launch freeflyer_control
-<launch file> <arguments> rviz:=true`` on it, waits ``--settle`` seconds (the graph starts, the
-robot moves, the markers arrive), grabs the screen with ``import -window root`` and ends the launch
-(SIGINT to its process group, as Ctrl-C does). It prints a table of the images and whether each
-looks drawn (not a single colour). Nothing here is imported by the package or the tests.
+For every case it starts a virtual display (``Xvfb :N``, the size of rviz/freeflyer.rviz's window),
+``ros2 launch freeflyer_control <launch file> <arguments> rviz:=true`` on it, waits ``--settle``
+seconds (the graph starts, rviz draws; or until the launch's output shows the case's ``ready``
+text), runs the case's stimulus (an end-effector target), grabs the screen with ``import -window
+root`` after the case's ``wait`` and ends the launch (SIGINT to its process group, as Ctrl-C
+does). The images are shrunk to fit 1280x800 and stored as 256-colour PNGs (~100-200 kB). It
+prints a table of the images and whether each is drawn: enough coloured pixels in the 3-D view
+(the robot's links, the markers), against an empty scene's grey. Nothing here is imported by the
+package or the tests. The numba kernels compile on a machine's first run (minutes): run the sim
+launches once before, or raise ``--settle``.
 
 Cases: ``view.launch.py`` for every bundled robot (the robot at rest, standing alone), and
-``sim.launch.py`` (planar_4link flying station keeping: thrusters fire, the attitude error
-shows; spatial_6link, dual_arm_planar holding planar_box, dual_arm_planar capturing it),
-``hil_sim.launch.py`` and ``testbed.launch.py``.
+``sim.launch.py`` (planar_4link flying station keeping while its arm moves to a target: the
+thrusters fire, the attitude error shows; spatial_6link in rotation-floating; dual_arm_planar
+holding planar_box; dual_arm_planar capturing it, during the approach), ``hil_sim.launch.py``
+and ``testbed.launch.py testbed:=planar_4link`` (with ``testbed_emulator`` as its hardware).
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ CASES: dict[str, Case] = {
     # approach (a loaded machine runs the simulation slower than the wall clock, never faster).
     "sim_dual_arm_planar_capture": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_box",
                                                           "object_free:=true", "mode:=flying"),
-                                        ready="capture of 'planar_box'", wait=0.7),
+                                        ready="capture of 'planar_box'", wait=1.2),
     "hil_sim_planar_4link": Case("hil_sim.launch.py"),
     # testbed.launch.py alone has no robot state to show (the lab's hardware publishes it): the
     # testbed emulator plays the hardware, in a process of its own, as a lab's drivers would.
