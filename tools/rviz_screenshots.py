@@ -231,7 +231,7 @@ def main() -> int:
             shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
             print(f"| {name} | {command} | {shown} | {share:.4f} | {'yes' if share >= DRAWN_SHARE else 'NO'} |",
                   flush=True)
-        except (RuntimeError, subprocess.CalledProcessError) as exc:
+        except (RuntimeError, subprocess.SubprocessError) as exc:  # a failed or hung command: next case
             failed += 1
             print(f"| {name} | {command} | failed: {exc} | | NO |", flush=True)
     return 1 if failed else 0
