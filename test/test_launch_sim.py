@@ -317,8 +317,11 @@ def test_mode_switch_through_the_parameter_service(probe):
     arrows = probe.wait_for(firing, 5.0, "no thruster arrows on /freeflyer/actuation in flying mode")
     assert all(mk.header.frame_id == "base_link" and len(mk.points) == 2 for mk in arrows)
     _, last = probe.messages("freeflyer/actuation")[-1]
-    assert any(mk.ns == "attitude_error" and mk.type == mk.TEXT_VIEW_FACING and "deg" in mk.text
-               for mk in last.markers)
+    texts = [mk for mk in last.markers if mk.ns == "attitude_error" and mk.type == mk.TEXT_VIEW_FACING]
+    assert texts and "deg" in texts[0].text
+    # Its spaces are sized to its letters (rviz reads a space's width from scale.x; at 0 it
+    # draws the words half a metre apart).
+    assert 0.0 < texts[0].scale.x < texts[0].scale.z
 
 
 @pytest.mark.launch(fixture=sim_graph)

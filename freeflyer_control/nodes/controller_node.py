@@ -505,6 +505,9 @@ class ControllerNode(Node):
             text.pose.position = Point(x=float(origin[0]), y=float(origin[1]), z=float(origin[2]) + 0.5)
             text.pose.orientation.w = 1.0
             text.scale.z = 0.08
+            # A space's width (rviz >= Jazzy, ros2/rviz#1261): left at 0, rviz makes it as wide as
+            # a 1 m tall letter, and the words land half a metre apart around the base.
+            text.scale.x = 0.4 * text.scale.z
             text.color.r, text.color.g, text.color.b, text.color.a = 0.9, 0.1, 0.6, 1.0
             text.text = f"attitude error {np.degrees(np.linalg.norm(error)):.2f} deg"
             markers.append(text)
