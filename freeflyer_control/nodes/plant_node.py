@@ -263,8 +263,12 @@ class PlantNode(Node):
 
     def _on_capture(self, request, response):
         response.success, response.message = self.server.request_capture()
-        log = self.get_logger().info if response.success else self.get_logger().warning
-        log(response.message)
+        # Two call sites: rclpy fixes a call site's severity at its first call and raises if the
+        # same line logs at another (a refused second grasp after a closed first one killed the node).
+        if response.success:
+            self.get_logger().info(response.message)
+        else:
+            self.get_logger().warning(response.message)
         self._diagnose()
         return response
 
