@@ -76,7 +76,7 @@ CASES: dict[str, Case] = {
     # grasp-frame path drawn (a loaded machine runs the simulation slower than the wall clock).
     "sim_dual_arm_planar_capture": Case("sim.launch.py", ("robot:=dual_arm_planar", "object:=planar_target",
                                                           "object_free:=true", "mode:=flying"),
-                                        ready="capture of 'planar_target'", wait=1.5),
+                                        ready="capture of 'planar_target'", wait=2.5),
     "hil_sim_planar_4link": Case("hil_sim.launch.py"),
     # testbed.launch.py alone has no robot state to show (the lab's hardware publishes it): the
     # testbed emulator plays the hardware, in a process of its own, as a lab's drivers would.

@@ -544,6 +544,7 @@ class ControllerNode(Node):
         text = marker("base_attitude_error", Marker.TEXT_VIEW_FACING, (1.0, 1.0, 1.0, 0.9))
         text.id = 1
         text.scale.z = 0.08
+        text.scale.x = 0.4 * text.scale.z  # a space's width, as the attitude error's text
         text.pose.position = Point(x=float(base[0]), y=float(base[1]), z=float(base[2]) + 0.65)
         text.text = f"base attitude change {np.degrees(np.linalg.norm(error)):.3g} deg ({capture.phase})"
         return MarkerArray(markers=[line, arrow, text])
