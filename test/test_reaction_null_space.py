@@ -244,3 +244,27 @@ def test_task_first_rates_report_the_rotation_a_task_forces_on_the_base():
     np.testing.assert_allclose(g.matrix @ r.rates, task, atol=1e-12)
     assert np.linalg.norm(r.base_velocity) > 1e-3
     np.testing.assert_allclose(r.base_velocity_residual, r.base_velocity, atol=1e-12)
+
+
+def test_damping_the_reaction_step_bounds_the_rates_and_leaves_the_task_exact():
+    """reaction_minimal_rates with its reaction step damped: the damping acts only inside the
+    task's null space, so the hand's twist is still exactly the task (to round-off), the joint
+    rates are no larger than undamped, and what the damping leaves of the base's reaction is
+    reported in base_velocity_residual, not hidden."""
+    from freeflyer_control.physics.reaction_null_space import reaction_minimal_rates
+
+    ff = robot("spatial_dual_arm")
+    data = ff.create_data()
+    s = make_state(ff, joint_positions=ff.ready_pose)
+    g = generalized_jacobian(ff, data, s, "floating", ff.end_effectors[0])
+    J = g.matrix[:, :ff.arm_v_indices.size]
+    task = np.array([0.05, -0.02, 0.03, 0.1, 0.2, 0.3])
+    rns = reaction_null_space(ff, data, s)
+    exact = reaction_minimal_rates(rns, J, task, damping=0.0)
+    # A damping far above every singular value of H N (kg m^2): nearly all reaction left.
+    damped = reaction_minimal_rates(rns, J, task, damping=0.0, reaction_sigma0=1e3, reaction_damping_max=1e3)
+    np.testing.assert_allclose(J @ damped.rates, task, atol=1e-10)
+    assert np.linalg.norm(damped.rates) <= np.linalg.norm(exact.rates) + 1e-12
+    assert np.linalg.norm(exact.base_velocity_residual) < 1e-10  # 12 joints, 6-D task: reactionless
+    np.testing.assert_allclose(damped.base_velocity_residual, damped.base_velocity, atol=1e-12)
+    assert np.linalg.norm(damped.base_velocity) > 1e-4

@@ -127,7 +127,11 @@ class ApproachGains:
     sigma0, damping_max: where the singularity damping starts and what it grows to (twist units);
     attitude_bound: rad, the base attitude error a reactionless approach lets the task cause
     before it puts the base first; base_kp 1/s^2, base_kd 1/s: the PD that holds a base the hand
-    does not use (flying: thrusters; rotation-floating: wheels, attitude)."""
+    does not use (flying: thrusters; rotation-floating: wheels, attitude); reaction_sigma0,
+    reaction_damping_max: kg m^2, where the damping of the reaction-cancelling step of the
+    task-first reactionless law starts and what it grows to
+    (physics.reaction_null_space.reaction_minimal_rates: undamped, a tumbling target's grasp frame
+    drove it to 40-100 times the joint velocity limits and the scaled-down hand stalled)."""
 
     position: float = 1.5
     velocity: float = 20.0
@@ -142,6 +146,8 @@ class ApproachGains:
     attitude_bound: float = 0.02
     base_kp: float = 1.0
     base_kd: float = 2.0
+    reaction_sigma0: float = 0.3
+    reaction_damping_max: float = 0.3
 
 
 class ApproachLaw:
@@ -251,8 +257,12 @@ class ApproachLaw:
         posture = np.zeros(ff.arm_v_indices.size)
         posture[self.others] = g.posture * (self.hold_angles - q_arm)[self.others]
         J = gjm.matrix[:, :ff.arm_v_indices.size]  # flying: the base held still, its columns dropped
-        law = reaction_minimal_rates if np.linalg.norm(turn) <= g.attitude_bound else reactionless_rates
-        result = law(rns, J, v_star - gjm.drift, damping=g.damping, base_velocity=g.attitude * turn,
-                     posture=posture, sigma0=g.sigma0, damping_max=g.damping_max)
+        common = dict(damping=g.damping, base_velocity=g.attitude * turn, posture=posture, sigma0=g.sigma0,
+                      damping_max=g.damping_max)
+        if np.linalg.norm(turn) <= g.attitude_bound:
+            result = reaction_minimal_rates(rns, J, v_star - gjm.drift, reaction_sigma0=g.reaction_sigma0,
+                                            reaction_damping_max=g.reaction_damping_max, **common)
+        else:
+            result = reactionless_rates(rns, J, v_star - gjm.drift, **common)
         self.last_reactionless = result
         return result.rates

@@ -219,7 +219,8 @@ def reactionless_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, 
 
 def reaction_minimal_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarray, *, damping: float = 1e-3,
                            base_velocity: np.ndarray | None = None, posture: np.ndarray | None = None,
-                           sigma0: float = 0.0, damping_max: float = 0.0) -> ReactionlessRates:
+                           sigma0: float = 0.0, damping_max: float = 0.0, reaction_sigma0: float = 0.0,
+                           reaction_damping_max: float = 0.0) -> ReactionlessRates:
     """Joint rates that do ``task`` first and disturb the base as little as they can, by priority:
 
     1. the task: J rates = task (damped least squares, as :func:`reactionless_rates`);
@@ -232,6 +233,14 @@ def reaction_minimal_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarr
     ``base_velocity_residual`` is the base velocity the task forces on top of ``base_velocity``
     (zero where the task can be done reactionlessly): the part of the motion that cannot be
     reactionless, reported, not hidden. Arguments as :func:`reactionless_rates`.
+
+    Step 2 divides by the singular values of H N (kg m^2 per rad/s of joint rate); where the
+    task's null space barely reaches one base direction, the smallest falls towards zero and
+    cancelling the reaction there asks for joint rates without bound (40-100 rad/s measured on
+    spatial_dual_arm), which the joint velocity limits then scale down with the hand's task. Its
+    damping grows to ``reaction_damping_max`` (kg m^2) as that singular value falls below
+    ``reaction_sigma0`` (:func:`singular_damping`; 0: undamped): bounded rates, the base
+    reaction the damping leaves in ``base_velocity_residual``.
     """
     n = rns.columns.size
     task = np.asarray(task, dtype=float)
@@ -248,7 +257,8 @@ def reaction_minimal_rates(rns: ReactionNullSpace, J: np.ndarray, task: np.ndarr
         # z = (H B)^+ (need - H rates), with the rank judged against H's own scale.
         U, s_hb, Wt = np.linalg.svd(H @ B, full_matrices=True)
         r = int((s_hb > RANK_RTOL * max(rns.singular_values[0] if rns.singular_values.size else 0.0, 1e-300)).sum())
-        z = Wt[:r].T @ ((U[:, :r].T @ (need - H @ rates)) / s_hb[:r])
+        lam = singular_damping(float(s_hb[r - 1]), reaction_sigma0, reaction_damping_max) if r else 0.0
+        z = Wt[:r].T @ ((U[:, :r].T @ (need - H @ rates)) * s_hb[:r] / (s_hb[:r] ** 2 + lam ** 2))
         rates = rates + B @ z
         if posture is not None:
             B2 = B @ Wt[r:].T  # what is left: the task's and the base's null spaces
