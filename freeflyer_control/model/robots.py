@@ -66,16 +66,9 @@ def urdf_path(robot: str | Path) -> Path | None:
     or a robot config names, or the ``.urdf`` path itself; None for URDF text or a config
     without one. Relative mesh paths in the URDF are relative to its folder."""
     text = str(robot)
-    if text.lstrip().startswith("<"):
+    if text.lstrip().startswith("<") or (Path(text).suffix in (".yaml", ".yml") and not Path(text).is_file()):
         return None
-    path = Path(text)
-    if path.suffix in (".urdf", ".xml"):
-        return path
-    if path.suffix not in (".yaml", ".yml"):
-        path = robot_config_dir() / f"{text}.yaml"
-    if not path.is_file():
-        return None
-    return load_robot_config(path).urdf
+    return next((p for p in robot_sources(text) if p.suffix in (".urdf", ".xml")), None)
 
 
 def robot_sources(robot: str | Path) -> list[Path]:

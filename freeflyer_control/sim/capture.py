@@ -351,9 +351,12 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
             act = mission.actuation(state, t, seen)
             if run.rest_t is None and mission.at_rest(state):
                 run.rest_t = t
-            if k % every == 0 or k == steps:
-                log.record(_sample(ff, obj, model, data, plant, object_plant, free, truth, mission, act, R0, t, run,
-                                   len(grasping)))
+            logged = k % every == 0 or k == steps
+            # What the actuators apply of the command (for the log, and the thrusters' impulse).
+            applied = applied_or_nan(model, act, state.q, state.v)[0] if logged or act.thruster_forces.size else None
+            if logged:
+                log.record(_sample(ff, obj, model, data, plant, object_plant, free, truth, mission, act, applied, R0,
+                                   t, run, len(grasping)))
             if k == steps or (duration is None and (
                     (run.rest_t is not None and t >= run.rest_t + SETTLE_S)
                     or (run.capture_t is not None and t >= run.capture_t + REST_TIMEOUT_S))):
@@ -366,7 +369,7 @@ def run_capture(config: CaptureConfig, progress: Callable[[float, float], None] 
             if diverged:  # the run ends here; the summary says why
                 break
             if act.thruster_forces.size:  # the impulse the thrusters gave (applied, within their limits)
-                run.fuel += float(np.sum(applied_or_nan(model, act, before.q, before.v)[0].thruster_forces)) * dt
+                run.fuel += float(np.sum(applied.thruster_forces)) * dt
             if run.capture_t is None:
                 run.approach_attitude = max(run.approach_attitude, _turned(ff, R0, plant.state))
             else:
@@ -445,10 +448,12 @@ def _force_and_moment(rows: np.ndarray, planar: bool) -> tuple[float, float]:
     return float(np.linalg.norm(rows[:, :n], axis=1).max()), float(np.linalg.norm(rows[:, n:], axis=1).max())
 
 
-def _sample(ff, obj, model, data, plant, object_plant, free, truth, mission, act, R0, t, run, grasps: int) -> dict:
+def _sample(ff, obj, model, data, plant, object_plant, free, truth, mission, act, applied, R0, t, run,
+            grasps: int) -> dict:
     """One logged sample (:func:`capture_columns`) of the system as it is at ``t``: the robot and
     the free target on their two plants, or the robot holding the target (``model``: the robot
-    with the target attached, its ``obj.name`` frame at the target's CoM)."""
+    with the target attached, its ``obj.name`` frame at the target's CoM); ``applied``: what the
+    actuators apply of the command ``act`` (sim.result.applied_or_nan)."""
     planar = ff.base == "planar"
     state = plant.state
     h = world_momentum(model, data, state)
@@ -463,7 +468,6 @@ def _sample(ff, obj, model, data, plant, object_plant, free, truth, mission, act
         fid = model.frame_id(obj.name)
         pose = data.oMf[fid].copy()
         twist = pin.getFrameVelocity(model.model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector
-    applied, _ = applied_or_nan(model, act, state.q, state.v)
     nb = 3 if planar else 6
     wrenches = np.zeros(grasps * nb)
     if run.grasp_rows is not None and object_plant is None:
