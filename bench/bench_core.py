@@ -13,7 +13,7 @@ Measured, per robot:
   (:mod:`freeflyer_control.physics.fastpath`) and rows tagged ``[NumPy]`` time the NumPy
   reference path as well; the ``path`` column says which path each row took;
 * forward dynamics: ``generalized_forces`` of an :class:`Actuation` + ``forward_dynamics``;
-* one plant step (``Plant.step``: RKMK4, four ABA calls, momentum projection).
+* one plant step (``Plant.step``: CF4, four ABA calls, momentum projection).
 
 Method: every measured function is warmed up, then the repeats interleave all of them (all
 robots, the order rotated each repeat) so that machine noise hits them alike and the ratios

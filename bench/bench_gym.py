@@ -16,7 +16,7 @@ batches of ``--steps`` steps with random actions, after a warm-up batch):
   bench peer (``pip install mujoco``), never a dependency; without it the row says so.
 
 Each environment step is one control period: the agent's effort through the control loop
-(guard, allocation, clipping), ``substeps`` plant steps (RKMK4 with momentum projection,
+(guard, allocation, clipping), ``substeps`` plant steps (CF4 with momentum projection,
 compiled where numba is installed), an observation and a reward.
 
 Usage (from the repository root):

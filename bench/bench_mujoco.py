@@ -11,7 +11,7 @@ Measured in one process, interleaved (bench_core's method: warm-up, then repeats
 order of the functions, each sample a batch of consecutive steps from a reset state; medians):
 
 * MuJoCo ``mj_step``, the peer (joint torques in ``qfrc_applied``, held over the step);
-* ``CompiledPlant.step(tau=...)`` (physics/kernels/plant.py): the compiled RKMK4 step with
+* ``CompiledPlant.step(tau=...)`` (physics/kernels/plant.py): the compiled CF4 step with
   momentum projection, divergence check and the State it returns, called from Python;
 * ``Plant.step(tau=...)`` (physics/plant.py): the Python engine, Pinocchio's ABA four times;
 * the compiled kernel alone (``rigid_body.plant_step``, no checks, no State): the floor of the

@@ -14,7 +14,7 @@ the order of all the functions, each sample a batch of consecutive calls; median
   (the ODE's right-hand side: the plant holds the forces over a step);
 * ``generalized_forces`` + ``forward_dynamics``: the same with the actuator map and
   saturation in front (done once per plant step, not once per right-hand side);
-* ``Plant.step`` / 4: a whole RKMK4 step (4 right-hand sides, 5 exponentials, the momentum
+* ``Plant.step`` / 4: a whole CF4 step (4 right-hand sides, 5 exponentials, the momentum
   projection with its mass matrix, the divergence checks), per right-hand side;
 * the compiled engine's plant step (physics/kernels, numba, where numba is installed: ABA in
   three stages, M and b at the new state for the projection and the next step) / 4: what the same step

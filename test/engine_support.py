@@ -3,7 +3,7 @@
 * ``python``: Pinocchio through the package (``physics.dynamics``), the Python ``Plant``, the
   NumPy path of the GJM and H*/C* (``fastpath.forced("numpy")``), ``run_simulation(fast=False)``.
 * ``compiled``: the numba kernels only: ``physics.kernels.rigid_body`` (CRBA + RNEA, ABA, the
-  RKMK4 plant step through ``CompiledPlant``), the frame Jacobian of the compiled resolved rate,
+  CF4 plant step through ``CompiledPlant``), the frame Jacobian of the compiled resolved rate,
   ``physics.kernels.reduced``'s ``gjm_post`` / ``reduced_post`` on those, and the compiled
   lockstep ``run_fast`` (``run_simulation(fast=True)``). Skipped, with the reason, without numba.
 

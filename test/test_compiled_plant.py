@@ -18,7 +18,7 @@ from freeflyer_control.physics.state import make_state
 
 numba = pytest.importorskip("numba", reason="the compiled plant step needs numba (pip install .[fast])")
 
-# Same RKMK4 arithmetic in another summation order: each step differs by a few ulps, and a
+# Same CF4 arithmetic in another summation order: each step differs by a few ulps, and a
 # stable integrator carries that forward without growth over a few hundred steps.
 TOL = 1e-12
 

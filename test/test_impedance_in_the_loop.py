@@ -5,7 +5,7 @@ floating, flying and rotation-floating mode (there with the attitude held by the
 law's refusals (joint maneuvers, several end-effectors) are one line each; mode switches under it,
 into and out of rotation-floating too, are bumpless.
 
-The plant is the package's RKMK4 integrator at the simulation's default 250 Hz with the
+The plant is the package's CF4 integrator at the simulation's default 250 Hz with the
 controller's effort held over each step (zero-order hold). At w = 5 rad/s the hold delays the
 loop by dt/2 = 2 ms, a phase lag of w dt / 2 = 0.01 rad: it shifts the damping ratio by about
 w dt / 2 = 0.01 (5 % of zeta = 0.2) and the frequency by far less, inside the 10 % band.

@@ -11,29 +11,11 @@ from conftest import BUNDLED_ROBOTS, random_state, robot
 from freeflyer_control.physics.actuators import Actuation, generalized_forces, saturate, thruster_matrix
 from freeflyer_control.physics.dynamics import mass_matrix
 from freeflyer_control.physics.momentum import world_momentum, world_momentum_to_base_rows
-from freeflyer_control.physics.plant import base_bracket
 from freeflyer_control.physics.reduced import reduced_dynamics
 
 # Each entry is a sum of two or four products of O(1) numbers, formed in another order than
 # Pinocchio's: a few ulps.
 ROUND_OFF = 1e-14
-
-
-def test_spatial_base_bracket_is_pinocchios_se3_cross_product():
-    rng = np.random.default_rng(1)
-    for _ in range(200):
-        xi, eta = rng.normal(size=6), rng.normal(size=6)
-        expected = pin.Motion(xi).cross(pin.Motion(eta)).vector
-        assert np.allclose(base_bracket("spatial", xi, eta), expected, rtol=0, atol=ROUND_OFF)
-
-
-def test_planar_base_bracket_is_the_se3_bracket_of_the_in_plane_motions():
-    rng = np.random.default_rng(2)
-    for _ in range(200):
-        xi, eta = rng.normal(size=3), rng.normal(size=3)
-        lift = lambda m: np.array([m[0], m[1], 0.0, 0.0, 0.0, m[2]])  # noqa: E731
-        spatial = pin.Motion(lift(xi)).cross(pin.Motion(lift(eta))).vector
-        assert np.allclose(base_bracket("planar", xi, eta), spatial[[0, 1, 5]], rtol=0, atol=ROUND_OFF)
 
 
 @pytest.mark.parametrize("name", BUNDLED_ROBOTS)

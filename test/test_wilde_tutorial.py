@@ -77,7 +77,7 @@ def test_T001_2_reduced_equations_integrated_alone_reproduce_the_plants_joints_a
         state = plant.step(tau=full_tau)
         if k % 500 == 0:
             y = reduced.sol(plant.t)
-            # The plant's RKMK4 at 1 ms dominates (DOP853 at 1e-12 is ~100 times closer): its
+            # The plant's CF4 at 1 ms dominates (DOP853 at 1e-12 is ~100 times closer): its
             # error falls 16-fold per halved step: 3e-11 here. A missing or wrong term of C shows
             # at 1e-3.
             np.testing.assert_allclose(joint_positions(ff, state.q), y[:nj], rtol=0, atol=1e-9)

@@ -5,7 +5,7 @@ of the mode's actuators, normalised), and it takes the path every law's effort t
 :class:`~freeflyer_control.control.loop.ControlLoop` runs :class:`ActionLaw`, whose effort is the
 action, so the guard, the allocation of the base wrench to the thrusters (or the bounded ideal
 wrench) and the clipping to the actuator limits are the package's, not the environment's. The
-plant is the package's (RKMK4 with momentum projection), compiled where numba covers the robot.
+plant is the package's (CF4 with momentum projection), compiled where numba covers the robot.
 
 Action (``Box(-1, 1)``, float64), per entry the fraction of the actuator's limit:
 

@@ -351,7 +351,7 @@ def closed_chain_response(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig,
 
 
 class ClosedChainPlant(Plant):
-    """The plant of a robot holding ``obj`` (``ff`` from attach_object): the same RKMK4 integrator,
+    """The plant of a robot holding ``obj`` (``ff`` from attach_object): the same CF4 integrator,
     momentum projection, divergence checks and interface as :class:`Plant`, with the loop
     closures held. ``max_constraint_error`` and ``max_constraint_rotation_error`` are the largest
     loop position (m) and orientation (rad) errors seen.

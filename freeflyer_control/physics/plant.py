@@ -1,16 +1,27 @@
 """The simulated plant: fixed-step integration of the full floating-base dynamics.
 
-The integrator is the Runge-Kutta-Munthe-Kaas method of order 4 (RKMK4) on the configuration
-manifold. Each step writes q(t) = q0 (+) theta(t) (Pinocchio's ``integrate``, the group
-exponential: SE(3) for a free-flyer base, SE(2) for a planar one, SO(2) for continuous joints)
-and integrates theta in the Lie algebra, where it is an ODE in a vector space:
+The integrator is the commutator-free Lie group method of order 4 ("CF4") of Celledoni,
+Marthinsen & Owren (Commutator-free Lie group methods, Future Generation Computer Systems 19,
+2003), the classical RK4 tableau on the configuration manifold. Every configuration update is a
+composition of Pinocchio's ``integrate``, q (+) w = q exp(w) for a body velocity w (the group
+exponential: SE(3) for a free-flyer base, SE(2) for a planar one, SO(2) for continuous joints):
 
-    theta' = dexp^-1_theta(v),      v' = a(q0 (+) theta, v)
+    q2 = q0 (+) h/2 V1,   q3 = q0 (+) h/2 V2,   q4 = q2 (+) (h V3 - h/2 V1),
+    q(t+h) = (q0 (+) h/12 (3 V1 + 2 V2 + 2 V3 - V4)) (+) h/12 (-V1 + 2 V2 + 2 V3 + 3 V4)
 
-with dexp^-1_theta(v) = v + 1/2 [theta, v] + 1/12 [theta, [theta, v]] + O(theta^4) for
-body-frame velocities (the truncation keeps order 4). Only the base joint has a non-zero
-bracket; the joints are abelian. Quaternions are never normalised by hand: they only ever
-come out of the exponential map.
+with the stage velocities V1 = v0, V2 = v0 + h/2 a1, V3 = v0 + h/2 a2, V4 = v0 + h a3 and the
+accelerations a_i = a(q_i, V_i); the velocity takes RK4's v(t+h) = v0 + h/6 (a1 + 2 a2 + 2 a3 + a4).
+The paper writes y' = A(y) y, exponentials acting on the left; body velocities act on the right
+(q' = q v), so the exponentials of a stage compose in the mirror order: the other order is of
+order 2 on the base (test_momentum_and_plant holds the order on the base pose alone). On the
+joints (an abelian group) the two final exponentials add up to RK4's h/6 (V1 + 2 V2 + 2 V3 + V4).
+Quaternions are never normalised by hand: they only ever come out of the exponential map.
+
+Before CF4 the plant used Runge-Kutta-Munthe-Kaas of order 4 (CHANGELOG), which integrates theta in the Lie
+algebra with dexp^-1 truncated after two brackets on the base. Same order, and on the bundled
+robots the same error to two digits (docs/benchmarks.md, "The integrator"); CF4 needs no bracket
+series, about half of the 16-19 % the Python engine's step saved with it (the other half: the
+stage sums through BLAS).
 
 Momentum projection. The total momentum about the world origin, h = [P; L_O], obeys
 h' = (external wrench), whatever the joints do. The plant integrates h alongside (q, v) with
@@ -55,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg.blas import dnrm2
+from scipy.linalg.blas import daxpy as _axpy, ddot as _dot, dnrm2, dscal as _scal
 from scipy.linalg.lapack import dgesv
 
 from freeflyer_control.errors import FreeFlyerError
@@ -80,65 +91,6 @@ from freeflyer_control.physics.state import State
 _aba, _ccrba, _crba, _integrate, _kinetic_energy = (pin.aba, pin.ccrba, pin.crba, pin.integrate,
                                                    pin.computeKineticEnergy)
 _PLANAR_ROWS = np.array([0, 1, 5])  # Px, Py, Lz of a spatial momentum
-
-
-def base_bracket(base: str, xi: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """Lie bracket [xi, eta] of two base velocities in Pinocchio's local coordinates.
-
-    Spatial, se(3) with (v, w) order: [w1 x v2 + v1 x w2; w1 x w2] (Pinocchio's
-    ``Motion.cross``; test_plant checks the two agree).
-    Planar, se(2) with (vx, vy, wz): [w1 J v2 - w2 J v1; 0] with J the 90-degree rotation.
-    """
-    return np.array(_bracket(base, xi.tolist(), eta.tolist()))
-
-
-def _bracket(base: str, xi: list, eta: list) -> list:
-    """:func:`base_bracket` on Python floats. It runs six times per plant step, on 3- and
-    6-vectors, where scalar arithmetic costs less than NumPy's per-call overhead (or wrapping
-    the vectors in ``pin.Motion``: ~3 us a bracket)."""
-    if base == "planar":
-        w1, w2 = xi[2], eta[2]
-        return [-w1 * eta[1] + w2 * xi[1], w1 * eta[0] - w2 * xi[0], 0.0]
-    v1x, v1y, v1z, w1x, w1y, w1z = xi
-    v2x, v2y, v2z, w2x, w2y, w2z = eta
-    return [
-        (w1y * v2z - w1z * v2y) + (v1y * w2z - v1z * w2y),
-        (w1z * v2x - w1x * v2z) + (v1z * w2x - v1x * w2z),
-        (w1x * v2y - w1y * v2x) + (v1x * w2y - v1y * w2x),
-        w1y * w2z - w1z * w2y,
-        w1z * w2x - w1x * w2z,
-        w1x * w2y - w1y * w2x,
-    ]
-
-
-def dexp_inv(base: str, nb: int, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """theta' for body velocity ``v`` at algebra point ``theta`` (base part corrected)."""
-    out = v.copy()
-    out[:nb] = _dexp_inv_base(base, theta.tolist()[:nb], v.tolist()[:nb])
-    return out
-
-
-def _dexp_inv_base(base: str, theta: list, v: list) -> list:
-    """The base part of :func:`dexp_inv` on floats: v + 1/2 [theta, v] + 1/12 [theta, [theta, v]]
-    of the base parts of theta and v (lists)."""
-    if base == "planar":
-        first = _bracket(base, theta, v)
-        second = _bracket(base, theta, first)
-        return [x + 0.5 * a + b / 12.0 for x, a, b in zip(v, first, second)]
-    # Spatial: the two brackets of _bracket written out (three plant stages a step, where the calls
-    # and their lists cost as much as the arithmetic).
-    v1x, v1y, v1z, w1x, w1y, w1z = theta
-    v2x, v2y, v2z, w2x, w2y, w2z = v
-    f0 = (w1y * v2z - w1z * v2y) + (v1y * w2z - v1z * w2y)
-    f1 = (w1z * v2x - w1x * v2z) + (v1z * w2x - v1x * w2z)
-    f2 = (w1x * v2y - w1y * v2x) + (v1x * w2y - v1y * w2x)
-    f3, f4, f5 = w1y * w2z - w1z * w2y, w1z * w2x - w1x * w2z, w1x * w2y - w1y * w2x
-    g0 = (w1y * f2 - w1z * f1) + (v1y * f5 - v1z * f4)
-    g1 = (w1z * f0 - w1x * f2) + (v1z * f3 - v1x * f5)
-    g2 = (w1x * f1 - w1y * f0) + (v1x * f4 - v1y * f3)
-    g3, g4, g5 = w1y * f5 - w1z * f4, w1z * f3 - w1x * f5, w1x * f4 - w1y * f3
-    return [v2x + 0.5 * f0 + g0 / 12.0, v2y + 0.5 * f1 + g1 / 12.0, v2z + 0.5 * f2 + g2 / 12.0,
-            w2x + 0.5 * f3 + g3 / 12.0, w2y + 0.5 * f4 + g4 / 12.0, w2z + 0.5 * f5 + g5 / 12.0]
 
 
 # A velocity past these is taken for a blow-up, not physics: a joint faster than VELOCITY_MARGIN
@@ -248,7 +200,7 @@ class Plant:
         self.last_acceleration = np.zeros(ff.model.nv)
         self._v_shape = (ff.model.nv,)
         self._base_nb = (ff.base, ff.nb)
-        self._steps = (None,)   # (dt, dt/2, dt, dt/6 as 0-d arrays) of the last step
+        self._steps = (None,)   # (dt, then dt/2 and dt as 0-d arrays) of the last step
         self.v_bounds = velocity_bounds(ff)
         self.contact = None
         self.last_contact_impulse = np.zeros(ff.nb)
@@ -328,65 +280,46 @@ class Plant:
         return tau
 
     def _integrate(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray):
-        """One RKMK4 step with momentum projection (see the module docstring).
+        """One CF4 step with momentum projection (see the module docstring).
 
         Returns (q, v, world momentum, work of ``tau`` over the step J).
         """
         ff, model, data, h = self.ff, self._model, self.data, self.dt
-        base, nb = self._base_nb
+        nb = self._base_nb[1]
         integrate = _integrate
 
         self._contact_stages = [] if self.contact is not None else None
         # Pinocchio's ABA straight away unless a contact or a subclass (the closed chain) adds to
         # the accelerations: the hook's two Python calls cost more than their arithmetic.
         acc = None if self.contact is None and self._open_chain else self.acceleration
-        # Stage arithmetic on whole vectors, a few temporaries each: at nv ~ 13 a NumPy call costs
-        # more than its flops, so the stage sums are written with as few calls as possible. The
-        # stage derivatives of theta, k_t = dexp^-1_th(v_k), differ from v_k on the base only,
-        # which is corrected on Python floats.
-        hh, h6 = 0.5 * h, h / 6.0
-        # The same step sizes as 0-d arrays for the vector products: NumPy converts a Python float
-        # on every call (a third of a product's cost here).
+        # At nv ~ 13 a NumPy call costs more than its flops, so the stage sums are written with
+        # as few calls as possible: BLAS axpy (y += a x in place, returned) and scal where NumPy
+        # needs a product and a sum; a product by a 0-d array where a new vector is needed
+        # (NumPy converts a Python float on every call, a third of a product's cost here). The
+        # stages are written out, not looped or factored into a helper: a Python call costs about
+        # 0.3 us a stage, a hundredth of the step.
+        hh, h6, h12 = 0.5 * h, h / 6.0, h / 12.0
         if self._steps[0] != h:
-            self._steps = (h, np.array(hh), np.array(h), np.array(h6))
-        _, hh_, h_, h6_ = self._steps
-        # The stages are written out, not looped or factored into a helper: a Python call costs
-        # about 0.3 us a stage here, a hundredth of the step.
+            self._steps = (h, np.array(hh), np.array(h))
+        _, hh_, h_ = self._steps
         k1v = _aba(model, data, q0, v0, tau) if acc is None else acc(q0, v0, tau)
-        th = hh_ * v0  # h/2 k1t, k1t = v0
-        v2 = hh_ * k1v
-        v2 += v0
-        k2t = v2.copy()
-        k2t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v2.tolist()[:nb])
-        q2 = integrate(model, q0, th)
+        half1 = hh_ * v0  # h/2 V1, V1 = v0
+        q2 = integrate(model, q0, half1)
+        v2 = _axpy(k1v, v0.copy(), a=hh)  # V2 = v0 + h/2 a1
         k2v = _aba(model, data, q2, v2, tau) if acc is None else acc(q2, v2, tau)
-        th = hh_ * k2t
-        v3 = hh_ * k2v
-        v3 += v0
-        k3t = v3.copy()
-        k3t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v3.tolist()[:nb])
-        q3 = integrate(model, q0, th)
+        q3 = integrate(model, q0, hh_ * v2)
+        v3 = _axpy(k2v, v0.copy(), a=hh)
         k3v = _aba(model, data, q3, v3, tau) if acc is None else acc(q3, v3, tau)
-        th = h_ * k3t
-        v4 = h_ * k3v
-        v4 += v0
-        k4t = v4.copy()
-        k4t[:nb] = _dexp_inv_base(base, th.tolist()[:nb], v4.tolist()[:nb])
-        q4 = integrate(model, q0, th)
+        q4 = integrate(model, q2, _axpy(half1, h_ * v3, a=-1.0))  # q2 exp(h V3 - h/2 V1)
+        v4 = _axpy(k3v, v0.copy(), a=h)
         k4v = _aba(model, data, q4, v4, tau) if acc is None else acc(q4, v4, tau)
 
-        theta = k2t + k3t
-        theta += theta  # x 2, exactly
-        theta += v0  # k1t = v0
-        theta += k4t
-        theta *= h6_
-        q_new = integrate(model, q0, theta)
-        v_new = k2v + k3v
-        v_new += v_new  # x 2, exactly
-        v_new += k1v
-        v_new += k4v
-        v_new *= h6_
-        v_new += v0
+        v23 = v2 + v3
+        first = _axpy(v23, _axpy(v4, 3.0 * v0, a=-1.0), a=2.0)  # 3 V1 + 2 V2 + 2 V3 - V4
+        second = _axpy(v23, _axpy(v0, 3.0 * v4, a=-1.0), a=2.0)  # -V1 + 2 V2 + 2 V3 + 3 V4
+        q_new = integrate(model, integrate(model, q0, _scal(h12, first)), _scal(h12, second))
+        a_sum = _axpy(k3v, _axpy(k2v, k1v + k4v, a=2.0), a=2.0)  # a1 + 2 a2 + 2 a3 + a4
+        v_new = _axpy(a_sum, v0.copy(), a=h6)
 
         tau_b = tau[:nb]
         momentum = self.momentum_world
@@ -425,11 +358,7 @@ class Plant:
             v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows)
         # Work of the held forces: the power tau . v (body velocities, so the base wrench in
         # base_link axes pairs with the base twist in base_link axes) by the same RK4 quadrature.
-        stages = v2 + v3
-        stages += stages  # x 2, exactly
-        stages += v0
-        stages += v4
-        work = h6 * float(tau @ stages) + contact_work
+        work = h6 * (_dot(tau, v0) + 2.0 * (_dot(tau, v2) + _dot(tau, v3)) + _dot(tau, v4)) + contact_work
 
         self.last_acceleration = k1v
         return q_new, v_new, momentum, work

@@ -3,7 +3,7 @@ mode post-processing (GJM, H*, C*, Lambda) as one compiled call each. Optional: 
 (the ``fast`` extra); :func:`available` tells, and nothing here is imported without it.
 
 Modules: ``arrays`` (a FreeFlyerModel as flat arrays, no numba), ``rigid_body`` (kinematics,
-RNEA, CRBA, ABA, the RKMK4 plant step), ``divergence`` (the plant's divergence check),
+RNEA, CRBA, ABA, the CF4 plant step), ``divergence`` (the plant's divergence check),
 ``reduced`` (GJM and H*/C* post-processing), ``operational_space`` (doc 004's Alg. 8),
 ``plant`` (plant_node's and the testbed emulator's plant on the compiled step), ``cache``
 (numba's on-disk cache kept in step with every source compiled into a kernel).

@@ -2,7 +2,7 @@
 testbed emulator's, and the Python engine's runs (ee-contact, capture) where numba is installed.
 
 :class:`CompiledPlant` is a :class:`~freeflyer_control.physics.plant.Plant` whose step runs in one
-compiled call, :func:`freeflyer_control.physics.kernels.divergence.checked_plant_step`: the RKMK4
+compiled call, :func:`freeflyer_control.physics.kernels.divergence.checked_plant_step`: the CF4
 step with momentum projection (``rigid_body.plant_step``, with the end-effector's wall contact
 when ``plant.contact`` is a ``WallContact``: ``rigid_body.plant_step_wall``) and the divergence
 check (speed bounds and the energy balance, from the work of the held forces and of the wall
@@ -75,7 +75,7 @@ class CompiledPlant(Plant):
 
     def step(self, actuation=None, *, tau: np.ndarray | None = None) -> State:
         """``Plant.step`` (same arguments, checks, errors and State) in one compiled call: the
-        RKMK4 step with momentum projection, a wall contact if ``contact`` is a
+        CF4 step with momentum projection, a wall contact if ``contact`` is a
         :class:`~freeflyer_control.physics.contact.WallContact`, and the divergence check
         (``physics.kernels.divergence.checked_plant_step``). Another contact model takes the
         Python step."""

@@ -9,7 +9,7 @@ quantities are in the base joint's axes about body i's joint origin (the "Base a
 The algorithms: forward kinematics, RNEA (b = nonlinear effects), CRBA (mass matrix with
 composite rigid inertias) for the controller, forward dynamics by the articulated-body algorithm
 (ABA) for the plant, the configuration exponential (``pin.integrate``, same formulas as Pinocchio 4:
-SE(3) with quaternions, SE(2), SO(2)) and the RKMK4 plant step with momentum projection of
+SE(3) with quaternions, SE(2), SO(2)) and the CF4 plant step with momentum projection of
 :class:`~freeflyer_control.physics.plant.Plant`. The control laws are in
 :mod:`freeflyer_control.control.kernels`, the lockstep loop in :mod:`freeflyer_control.sim.fast.loop`.
 """
@@ -946,35 +946,6 @@ def integrate(km, q, dq, out):
 # Plant step (physics/plant.py)
 
 
-@njit(inline="always", **_JIT)
-def _dexp_inv(planar, nb, th, v, out, f, g):
-    """out = dexp^-1_th(v): v with the base part corrected by 1/2 [th, v] + 1/12 [th, [th, v]]."""
-    for k in range(v.shape[0]):
-        out[k] = v[k]
-    _bracket(planar, th, v, f)
-    _bracket(planar, th, f, g)
-    for k in range(nb):
-        out[k] += 0.5 * f[k] + g[k] / 12.0
-
-
-@njit(inline="always", **_JIT)
-def _bracket(planar, xi, eta, out):
-    if planar:
-        w1, w2 = xi[2], eta[2]
-        out[0] = -w1 * eta[1] + w2 * xi[1]
-        out[1] = w1 * eta[0] - w2 * xi[0]
-        out[2] = 0.0
-    else:
-        v1x, v1y, v1z, w1x, w1y, w1z = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
-        v2x, v2y, v2z, w2x, w2y, w2z = eta[0], eta[1], eta[2], eta[3], eta[4], eta[5]
-        out[0] = (v1y * w2z - v1z * w2y) + (w1y * v2z - w1z * v2y)
-        out[1] = (v1z * w2x - v1x * w2z) + (w1z * v2x - w1x * v2z)
-        out[2] = (v1x * w2y - v1y * w2x) + (w1x * v2y - w1y * v2x)
-        out[3] = w1y * w2z - w1z * w2y
-        out[4] = w1z * w2x - w1x * w2z
-        out[5] = w1x * w2y - w1y * w2x
-
-
 # Rb = world <- base_link rotation (3x3) of configuration q: the one definition, in
 # physics/state.py, compiled as it is.
 base_rotation = njit(**_NO_NRT)(base_rotation_into)
@@ -1052,7 +1023,7 @@ def momentum_base_rows(planar, q, hw, Rb, out):
 
 @njit(**_NO_NRT)
 def plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new, b_new, ws):
-    """One RKMK4 step of h seconds with momentum projection: Plant.step under raw generalized
+    """One CF4 step of h seconds with momentum projection: Plant.step under raw generalized
     forces tau (nv,) held over the step (Pinocchio's velocity coordinates: base wrench in
     base_link axes, N and N m; joint forces, N m or N), from (q0, v0) to (q_new, v_new).
 
@@ -1094,12 +1065,11 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     main command's first run from 61 to 43 s wall (docs/benchmarks.md, "First run")."""
     nv = v0.shape[0]
     st, qs, snb = ws[14], ws[15], ws[16]
-    th, vs, k1v, k2v, k3v, k2t, k3t, k4t, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
+    th, vs, k1v, k2v, k3v, v2, v3, v4, k4v = st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]
     q2, q3, q4 = qs[0], qs[1], qs[2]
-    f, g = snb[0], snb[1]
     if not cholesky(M0, ws[23]):
         raise np.linalg.LinAlgError("mass matrix not positive definite")
-    hh, h6 = 0.5 * h, h / 6.0
+    hh, h6, h12 = 0.5 * h, h / 6.0, h / 12.0
     ts = tau
     if wall is not None:
         ts = _wall_start(nb, nv, wall_out)
@@ -1107,34 +1077,36 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     for k in range(nv):
         k1v[k] = ts[k] - b0[k]
     cholesky_solve(ws[23], k1v)
+    # CF4 (physics/plant.py's module docstring): q2 = q0 (+) h/2 V1, q3 = q0 (+) h/2 V2,
+    # q4 = q2 (+) (h V3 - h/2 V1), the stage velocities V2..V4 in v2..v4.
     for k in range(nv):
         th[k] = hh * v0[k]
-        vs[k] = v0[k] + hh * k1v[k]
-    _dexp_inv(planar, nb, th, vs, k2t, f, g)
+        v2[k] = v0[k] + hh * k1v[k]
     integrate(km, q0, th, q2)
     if wall is not None:
-        _wall_stage(km, planar, nb, q2, vs, tau, wall, 2.0 * h6, wall_out, ws)
-    forward_dynamics(km, q2, vs, ts, k2v, ws)
+        _wall_stage(km, planar, nb, q2, v2, tau, wall, 2.0 * h6, wall_out, ws)
+    forward_dynamics(km, q2, v2, ts, k2v, ws)
     for k in range(nv):
-        th[k] = hh * k2t[k]
-        vs[k] = v0[k] + hh * k2v[k]
-    _dexp_inv(planar, nb, th, vs, k3t, f, g)
-    integrate(km, q0, th, q3)
+        vs[k] = hh * v2[k]
+        v3[k] = v0[k] + hh * k2v[k]
+    integrate(km, q0, vs, q3)
     if wall is not None:
-        _wall_stage(km, planar, nb, q3, vs, tau, wall, 2.0 * h6, wall_out, ws)
-    forward_dynamics(km, q3, vs, ts, k3v, ws)
+        _wall_stage(km, planar, nb, q3, v3, tau, wall, 2.0 * h6, wall_out, ws)
+    forward_dynamics(km, q3, v3, ts, k3v, ws)
     for k in range(nv):
-        th[k] = h * k3t[k]
-        vs[k] = v0[k] + h * k3v[k]
-    _dexp_inv(planar, nb, th, vs, k4t, f, g)
-    integrate(km, q0, th, q4)
+        vs[k] = h * v3[k] - th[k]
+        v4[k] = v0[k] + h * k3v[k]
+    integrate(km, q2, vs, q4)
     if wall is not None:
-        _wall_stage(km, planar, nb, q4, vs, tau, wall, h6, wall_out, ws)
-    forward_dynamics(km, q4, vs, ts, k4v, ws)
+        _wall_stage(km, planar, nb, q4, v4, tau, wall, h6, wall_out, ws)
+    forward_dynamics(km, q4, v4, ts, k4v, ws)
+    # The sums in the Python engine's order; q_new's two exponentials once the momentum's
+    # quadrature has read q3, their scratch.
     for k in range(nv):
-        th[k] = h6 * (((v0[k] + 2.0 * k2t[k]) + 2.0 * k3t[k]) + k4t[k])
-        v_new[k] = v0[k] + h6 * (((k1v[k] + 2.0 * k2v[k]) + 2.0 * k3v[k]) + k4v[k])
-    integrate(km, q0, th, q_new)
+        v23 = v2[k] + v3[k]
+        th[k] = h12 * ((3.0 * v0[k] - v4[k]) + 2.0 * v23)  # h/12 (3 V1 + 2 V2 + 2 V3 - V4)
+        vs[k] = h12 * ((3.0 * v4[k] - v0[k]) + 2.0 * v23)  # h/12 (-V1 + 2 V2 + 2 V3 + 3 V4)
+        v_new[k] = v0[k] + h6 * (((k1v[k] + k4v[k]) + 2.0 * k2v[k]) + 2.0 * k3v[k])
 
     any_base = False
     for k in range(nb):
@@ -1160,6 +1132,8 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     if wall is not None:  # the wall is external: its impulse about the world origin joins the momentum
         for k in range(nb):
             mom[k] = mom[k] + wall_out[k]
+    integrate(km, q0, th, q3)
+    integrate(km, q3, vs, q_new)
     kinematics(km, q_new, ws)
     crba_base_axes(km, M_new, ws)
     rows = snb[4]
