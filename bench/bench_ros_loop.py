@@ -56,6 +56,10 @@ Usage (from the repository root, in a shell where ROS 2 is sourced):
     # issue 13's comparison (about 2.5 minutes):
     python bench/bench_ros_loop.py --rate 1000 500 --loops distributed,lockstep,composed --duration 8
 
+    # issue 22's slower machine, emulated (root): each node's CPU share calibrated so that
+    # sum(range(10**7)) takes 0.39 s in it (bench/slow_cpu.py)
+    python bench/bench_ros_loop.py --rate 500 250 --loops lockstep,distributed --slow-machine 0.39
+
 Without rclpy it prints "skipped: rclpy not available" and exits 0. This is a benchmark, not a
 test: nothing in test/ depends on timings.
 """
@@ -116,9 +120,10 @@ def _start_nodes(args, env, rate, loop, source=REPO):
     for module, extra in LOOPS[loop]:
         cmd = [sys.executable, "-m", f"freeflyer_control.nodes.{module}"] + extra + ros_args
         # cwd: `python -m` puts the working directory first on sys.path.
-        procs.append(subprocess.Popen(cmd, env=env, start_new_session=True, cwd=str(source),
-                                      stdout=subprocess.DEVNULL if not args.verbose else None,
-                                      stderr=subprocess.DEVNULL if not args.verbose else None))
+        popen = args.slow.popen if args.slow is not None else subprocess.Popen
+        procs.append(popen(cmd, env=env, start_new_session=True, cwd=str(source),
+                           stdout=subprocess.DEVNULL if not args.verbose else None,
+                           stderr=subprocess.DEVNULL if not args.verbose else None))
     return procs
 
 
@@ -449,7 +454,16 @@ def main(argv=None) -> int:
     parser.add_argument("--compare", metavar="DIR", default=None,
                         help="another checkout (e.g. a git worktree of main) whose nodes run before this "
                              "one's at each rate and way, interleaved (labels 'before' and 'after')")
+    parser.add_argument("--cpu-share", type=float, default=None, metavar="F",
+                        help="emulate a slower machine: each node process gets at most F of a core "
+                             "(Linux CPU bandwidth control; root; bench/slow_cpu.py), e.g. 0.5 for a "
+                             "core half as fast. The probe runs at full speed")
+    parser.add_argument("--slow-machine", type=float, default=None, metavar="S",
+                        help="emulate a machine on which sum(range(10**7)) takes S s of wall time (issue "
+                             "22's slower machine: 0.39): --cpu-share calibrated to it just before the runs")
     args = parser.parse_args(argv)
+    if args.cpu_share is not None and args.slow_machine is not None:
+        parser.error("give --cpu-share or --slow-machine, not both")
     args.loops = [x.strip() for x in args.loops.split(",") if x.strip()]
     unknown = [x for x in args.loops if x not in LOOPS]
     if unknown or not args.loops:
@@ -459,7 +473,22 @@ def main(argv=None) -> int:
     except ImportError as exc:
         print(f"skipped: rclpy not available ({exc}); source a ROS 2 install to run this benchmark")
         return 0
-    return run(args)
+    if args.cpu_share is None and args.slow_machine is None:
+        args.slow = None
+        return run(args)
+    from slow_cpu import CALIBRATION, SlowCpu, SlowCpuError, full_speed, share_for
+
+    try:
+        share = args.cpu_share if args.cpu_share is not None else share_for(args.slow_machine)[0]
+        with SlowCpu(share) as slow:
+            args.slow = slow
+            print(f"slower machine emulated: each node process limited to {slow.share:g} of a core "
+                  f"(CFS quota {slow.quota_us} us every {slow.period_us} us); {CALIBRATION} takes "
+                  f"{slow.calibrate(5):.3f} s wall in such a process, {full_speed(5):.3f} s in this one "
+                  "(the issue's slower machine of the same kind: 0.39 s)")
+            return run(args)
+    except SlowCpuError as exc:
+        parser.error(f"--cpu-share / --slow-machine: {exc}")
 
 
 if __name__ == "__main__":
