@@ -19,3 +19,19 @@ class ConfigError(ModelError):
 
 class ModeError(FreeFlyerError, ValueError):
     """A maneuvering mode is unknown, or the robot lacks the actuators it needs."""
+
+
+def interrupted_by_user(exc: BaseException) -> bool:
+    """True when ``exc`` is Ctrl-C: a KeyboardInterrupt, or one that arrived while a compiled
+    (numba) kernel was being called, which CPython reports as a SystemError ("returned a result
+    with an exception set") caused by it. Whatever catches errors to carry on (a law's guard)
+    must let these through: the user asked the run to stop."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        if not isinstance(exc, SystemError):
+            return False
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

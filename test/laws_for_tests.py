@@ -71,6 +71,19 @@ class OverLimit(_FailsAfter):
         return context.joint_effort(1000.0 * context.limits.arm_torque)  # N mm taken for N m
 
 
+class InterruptedInCompiledCall(_FailsAfter):
+    """Ctrl-C arriving while the law is inside a compiled (numba) kernel, e.g. the GJM's: CPython
+    reports it as a SystemError caused by the KeyboardInterrupt."""
+
+    name = "interrupted_in_compiled_call"
+
+    def fail(self, good, context):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("<numba kernel> returned a result with an exception set") from exc
+
+
 class TooSlow(_FailsAfter):
     name = "too_slow"
 

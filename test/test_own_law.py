@@ -213,6 +213,19 @@ def test_a_failing_law_ends_the_simulation_with_zero_commands_and_says_which_and
     assert s["law_overruns"] >= (3 if law is L.TooSlow else 0)
 
 
+def test_ctrl_c_inside_a_compiled_call_of_the_law_stops_the_run_as_ctrl_c_not_as_a_law_fault(tmp_path, capsys):
+    # Found by .ci/run under load: kill -INT landing while the law was in the compiled GJM ended
+    # the run as a law fault (exit 3) instead of an interrupted run (exit 130).
+    from freeflyer_control.cli.main import main
+
+    code = main(["sim", "--controller", "laws_for_tests:InterruptedInCompiledCall", "--controller-param",
+                 "after=0.1", "--duration", "1", "--out", str(tmp_path / "o"), "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 130 and "interrupted at t = " in err and "Traceback" not in err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["law_fault"] is None
+
+
 def test_a_failing_law_exits_3_on_the_command_line_with_one_line(tmp_path, capsys, monkeypatch):
     from freeflyer_control.cli.main import main
 

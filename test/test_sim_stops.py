@@ -183,7 +183,8 @@ def test_ctrl_c_inside_a_compiled_call_counts_as_ctrl_c_not_as_an_error(tmp_path
     the KeyboardInterrupt (seen once in CI on the Python engine, whose GJM and H*/C* finish in
     compiled code): it is still the user's Ctrl-C, exit 130 and an interrupted summary."""
     from freeflyer_control.cli.stopping import EXIT_INTERRUPTED, report_stopped
-    from freeflyer_control.sim.stream import TimeseriesStream, interrupted_by_user, stop_fields
+    from freeflyer_control.errors import interrupted_by_user
+    from freeflyer_control.sim.stream import TimeseriesStream, stop_fields
 
     try:
         try:

@@ -109,7 +109,7 @@ def report_stopped(stream, exc: BaseException, out: Path, progress=None, *, as_j
     if getattr(progress, "tty", False) and getattr(progress, "shown", False):
         sys.stderr.write("\n")
     from freeflyer_control.sim.run_record import RUN_JSON, record_of, write_run_json
-    from freeflyer_control.sim.stream import interrupted_by_user
+    from freeflyer_control.errors import interrupted_by_user
 
     interrupted = interrupted_by_user(exc)
     failure = write_failure(exc)

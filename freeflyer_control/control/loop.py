@@ -32,6 +32,7 @@ from freeflyer_control.control.maneuvers import Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch, ModeSwitcher
 from freeflyer_control.control.references import BaseReference, JointReference, TaskReference
 from freeflyer_control.control.resolved_rate import ResolvedRateGains, ResolvedRateResult
+from freeflyer_control.errors import interrupted_by_user
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics.actuators import Actuation
 from freeflyer_control.physics.modes import Mode
@@ -225,6 +226,8 @@ class ControlLoop:
                 problem = self.guard.problem(before)
                 effort = before.blend(effort, s) if problem is None else effort
         except Exception as exc:  # noqa: BLE001  any law, any bug: the loop must outlive it
+            if interrupted_by_user(exc):  # Ctrl-C inside a compiled call the law made: the user's stop
+                raise
             problem = raised(exc)
         slow = self.guard.tick_time(cpu_time() - t0, dt)
         problem = problem or slow

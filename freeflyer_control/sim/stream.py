@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from freeflyer_control.errors import interrupted_by_user
 from freeflyer_control.physics.modes import Mode
 
 log = logging.getLogger(__name__)
@@ -123,21 +124,6 @@ class TimeseriesStream:
         if self._file is not None and not self._file.closed:
             with self._naming_the_file():
                 self._file.close()
-
-
-def interrupted_by_user(exc: BaseException) -> bool:
-    """True when ``exc`` is Ctrl-C: a KeyboardInterrupt, or one that arrived while a compiled
-    (numba) kernel was being called, which CPython reports as a SystemError ("returned a result
-    with an exception set") caused by it."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        if not isinstance(exc, SystemError):
-            return False
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def stop_fields(exc: BaseException, t_reached: float) -> dict:
