@@ -114,7 +114,7 @@ class SlowCpu:
 
 
 def share_for(target_s: float, shares=(0.7, 0.6, 0.55, 0.5, 0.45, 0.42, 0.4, 0.37, 0.35, 0.32, 0.3, 0.27, 0.25),
-              repeats: int = 5) -> tuple[float, float]:
+              repeats: int = 9) -> tuple[float, float]:
     """(share, its calibration in s): the largest of ``shares`` whose ``sum(range(10**7))`` takes at
     least ``target_s`` seconds of wall time in a process of its group (the emulated machine at
     least as slow as asked: the emulation errs on the pessimistic side). The machine's own speed

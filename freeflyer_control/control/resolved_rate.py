@@ -133,6 +133,14 @@ def damped_least_squares(
     return Vt.T @ (gain * (U.T @ rhs))
 
 
+# The rows a task commands: all six, or the translational three when the target has no attitude
+# (or its attitude gain is zero). Read only.
+_USE_ALL = np.ones(6, dtype=bool)
+_USE_POSITION = np.array([True, True, True, False, False, False])
+_USE_ALL.flags.writeable = False
+_USE_POSITION.flags.writeable = False
+
+
 class ResolvedRate:
     """Resolved-rate controller of one or more end-effectors (their tasks are stacked)."""
 
@@ -145,6 +153,11 @@ class ResolvedRate:
             np.asarray(gains.max_joint_rate, dtype=float), (len(model.arm_joint_names),)
         )
         self._row_names = np.array(PLANAR_ROWS if model.base == "planar" else SPATIAL_ROWS)
+        self._rate_limits = self.rate_limit.tolist()  # rad/s, for the scaling test on floats
+        # Per tick these would be rebuilt from constants (a few us each on a 1-6 row task).
+        self._frame_ids: dict[str, int] = {}
+        self._keep = np.array([0, 1, 5]) if model.base == "planar" else None
+        self._gain_rows: tuple[ResolvedRateGains, np.ndarray] | None = None
         self.warnings: list[str] = []  # each emitted once (logged as a warning too)
         self._warned: set[tuple] = set()
 
@@ -164,20 +177,22 @@ class ResolvedRate:
             rows_rhs.append((ff_twist + gain * err)[use] - drift[use])
             errors.append(err[use])
             rows.extend((target.frame, r) for r in self._row_names[use].tolist())
-        J = np.vstack(rows_J)
-        rhs = np.concatenate(rows_rhs)
+        # One target (the common case): its rows as they are, no stacking copies.
+        J = rows_J[0] if len(rows_J) == 1 else np.vstack(rows_J)
+        rhs = rows_rhs[0] if len(rows_rhs) == 1 else np.concatenate(rows_rhs)
         if J.shape[0] > J.shape[1]:
             self._warn_uncontrollable(tuple(rows))
         svd = thin_svd(J)
         m = measures_from_singular_values(svd[1])
         lam2 = damping(m.sigma_min, self.gains)
         qdot = damped_least_squares(svd, rhs, lam2)
-        ratio = np.max(np.abs(qdot) / self.rate_limit) if qdot.size else 0.0
+        ratio = max((abs(x) / r for x, r in zip(qdot.tolist(), self._rate_limits)), default=0.0)
         limited = bool(ratio > 1.0)
         if limited:
             qdot = qdot / ratio
         return ResolvedRateResult(qdot, m.sigma_min, m.manipulability, m.condition_number,
-                                  lam2, limited, np.concatenate(errors), tuple(rows))
+                                  lam2, limited, errors[0] if len(errors) == 1 else np.concatenate(errors),
+                                  tuple(rows))
 
     def _warn_uncontrollable(self, rows: tuple[tuple[str, str], ...]) -> None:
         """Once per task layout: more task rows than arm joints, which directions are given up."""
@@ -191,7 +206,9 @@ class ResolvedRate:
     def _task(self, target: TaskReference) -> tuple[np.ndarray, ...]:
         """(error, gains, feed-forward twist, which rows to use) in the GJM's row layout."""
         ff, g = self.model, self.gains
-        fid = ff.frame_id(target.frame)
+        fid = self._frame_ids.get(target.frame)
+        if fid is None:
+            fid = self._frame_ids[target.frame] = ff.frame_id(target.frame)
         pin.updateFramePlacement(ff.model, self.data, fid)  # after generalized_jacobian's FK
         pose = self.data.oMf[fid]
         e_pos = np.asarray(target.position, float) - pose.translation
@@ -201,13 +218,13 @@ class ResolvedRate:
         else:
             e_ang = np.zeros(3)
         err = np.concatenate([e_pos, e_ang])
-        gain = np.repeat([g.k_position, g.k_orientation], 3)
+        if self._gain_rows is None or self._gain_rows[0] is not g:  # the gains are frozen
+            self._gain_rows = (g, np.repeat([g.k_position, g.k_orientation], 3))
+        gain = self._gain_rows[1]
         twist = np.concatenate([target.linear_velocity, target.angular_velocity])
-        use = np.ones(6, dtype=bool)
-        if target.orientation_xyzw is None or g.k_orientation == 0.0:
-            use[3:] = False
-        if ff.base == "planar":
-            keep = np.array([0, 1, 5])
+        use = _USE_ALL if target.orientation_xyzw is not None and g.k_orientation != 0.0 else _USE_POSITION
+        keep = self._keep
+        if keep is not None:
             return err[keep], gain[keep], twist[keep], use[keep]
         return err, gain, twist, use
 

@@ -17,6 +17,8 @@ Continuous joints are stored by Pinocchio as (cos, sin); joint angles <-> q alwa
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -222,7 +224,7 @@ def make_state(
             if base_yaw is not None:
                 raise ValueError("give base_yaw or base_orientation_xyzw, not both")
             quat = _unit_quaternion(base_orientation_xyzw)
-            if np.linalg.norm(quat[:2]) > 1e-9:
+            if math.hypot(quat[0], quat[1]) > 1e-9:
                 raise ValueError(f"a planar base can only yaw; quaternion {quat.tolist()} tilts it")
             base_yaw = 2.0 * np.arctan2(quat[2], quat[3])
         yaw = float(base_yaw or 0.0)
@@ -246,7 +248,7 @@ def make_state(
     v[: ff.nb] = base_velocity_local(ff, q, base_linear_velocity, base_angular_velocity)
     lin_w = np.asarray(base_linear_velocity, dtype=float)
     ang_w = np.asarray(base_angular_velocity, dtype=float)
-    if ff.base == "planar" and (abs(lin_w[2]) > 0 or np.linalg.norm(ang_w[:2]) > 0):
+    if ff.base == "planar" and (abs(lin_w[2]) > 0 or math.hypot(ang_w[0], ang_w[1]) > 0):
         raise ValueError("a planar base moves in x, y and yaws about z only")
     v[ff.nb:] = vj
     assert v.size == ff.nb + nj
@@ -255,7 +257,7 @@ def make_state(
 
 def _unit_quaternion(xyzw: Sequence[float]) -> np.ndarray:
     quat = np.asarray(xyzw, dtype=float)
-    if quat.shape != (4,) or not np.all(np.isfinite(quat)):
+    if quat.shape != (4,) or not np.isfinite(quat).all():
         raise ValueError(f"a quaternion has 4 finite entries (x, y, z, w); got {xyzw!r}")
     norm = np.linalg.norm(quat)
     if abs(norm - 1.0) > 1e-6:

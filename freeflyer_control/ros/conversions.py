@@ -60,7 +60,7 @@ def finite_array(values: Sequence[float], what: str, size: int | None = None) ->
     arr = np.asarray(values, dtype=float).reshape(-1)
     if size is not None and arr.size != size:
         raise MessageError("size", f"{what} has {arr.size} entries, expected {size}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():  # the method: np.all's dispatch costs a microsecond a call
         bad = [i for i, x in enumerate(arr) if not np.isfinite(x)]
         raise MessageError("nan", f"{what} has NaN/Inf at index {bad}")
     return arr

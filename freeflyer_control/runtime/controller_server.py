@@ -480,7 +480,7 @@ class ControllerServer:
         if info.fault is not None:
             return self._fault(str(info.fault), now)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
-        if not all(np.all(np.isfinite(part)) for part in parts):
+        if not all(np.isfinite(part).all() for part in parts):
             return self._fault("control law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", info)
@@ -503,7 +503,7 @@ class ControllerServer:
         if actuation is None:
             return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
         parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
-        if not all(np.all(np.isfinite(part)) for part in parts):
+        if not all(np.isfinite(part).all() for part in parts):
             return self._fault("capture law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", None)

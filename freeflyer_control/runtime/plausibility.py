@@ -139,7 +139,7 @@ class PlausibilityBounds:
 
     def state(self, ff: FreeFlyerModel, state: State, what: str = "state") -> str | None:
         """A physics :class:`State` of ``ff`` (non-finite entries are implausible too)."""
-        if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.v))):
+        if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
             return f"{what}: NaN/Inf in the configuration or velocity"
         with np.errstate(all="ignore"):  # an overflowing rotation shows as a non-finite twist: refused below
             linear, angular = base_twist_world(ff, state)
@@ -195,5 +195,5 @@ class ObjectBounds:
 
 def _norm(vector) -> float:
     """Euclidean norm without overflow for finite entries (1e154 squared is inf in float64)."""
-    v = np.asarray(vector, dtype=float).reshape(-1)
-    return math.hypot(*v) if np.all(np.isfinite(v)) else math.inf
+    v = np.asarray(vector, dtype=float).reshape(-1).tolist()
+    return math.hypot(*v) if all(map(math.isfinite, v)) else math.inf
