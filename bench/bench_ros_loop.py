@@ -479,7 +479,7 @@ def main(argv=None) -> int:
     from slow_cpu import CALIBRATION, SlowCpu, SlowCpuError, full_speed, share_for
 
     try:
-        share = args.cpu_share if args.cpu_share is not None else share_for(args.slow_machine)[0]
+        share = args.cpu_share if args.cpu_share is not None else share_for(args.slow_machine)
         with SlowCpu(share) as slow:
             args.slow = slow
             print(f"slower machine emulated: each node process limited to {slow.share:g} of a core "

@@ -114,19 +114,16 @@ class SlowCpu:
 
 
 def share_for(target_s: float, shares=(0.7, 0.6, 0.55, 0.5, 0.45, 0.42, 0.4, 0.37, 0.35, 0.32, 0.3, 0.27, 0.25),
-              repeats: int = 9) -> tuple[float, float]:
-    """(share, its calibration in s): the largest of ``shares`` whose ``sum(range(10**7))`` takes at
-    least ``target_s`` seconds of wall time in a process of its group (the emulated machine at
+              repeats: int = 9) -> float:
+    """The largest of ``shares`` whose ``sum(range(10**7))`` takes at least ``target_s`` seconds of wall time in a process of its group (the emulated machine at
     least as slow as asked: the emulation errs on the pessimistic side). The machine's own speed
     moves (this VM: 0.14-0.21 s at full speed within an hour), so calibrate just before measuring."""
-    found = None
     for share in sorted(shares, reverse=True):
         with SlowCpu(share) as slow:
             took = slow.calibrate(repeats)
-        found = (share, took)
         if took >= target_s:
-            return found
-    raise SlowCpuError(f"even a share of {found[0]} runs {CALIBRATION} in {found[1]:.3f} s, faster than "
+            return share
+    raise SlowCpuError(f"even a share of {share} runs {CALIBRATION} in {took:.3f} s, faster than "
                        f"{target_s} s: this machine is too fast to emulate that one with these shares")
 
 
@@ -138,12 +135,6 @@ def full_speed(repeats: int = 3) -> float:
         sum(range(10**7))
         ts.append(time.perf_counter() - t)
     return sorted(ts)[len(ts) // 2]
-
-
-def leftover_groups() -> list[Path]:
-    """Groups an interrupted run left behind (empty ones can be removed with rmdir)."""
-    roots = [r for r in (V1_ROOT, V2_ROOT) if r.exists()]
-    return [p for r in roots for p in r.glob(f"{PREFIX}*") if p.is_dir()]
 
 
 if __name__ == "__main__":   # python bench/slow_cpu.py [share ...]: the calibration table

@@ -94,11 +94,10 @@ ANGLE = Number(-1e3, 1e3, unit="rad")  # finite; beyond a thousand radians is a 
 def shown(value: object, limit: int = 60) -> str:
     """``value`` for a message, cut to one short line: text quoted (``'abc'``), anything else as
     Python writes it (``2``, ``1e+300``, ``True``, ``[1, 2]``), so a number is not taken for text."""
-    if isinstance(value, str):
-        text = repr(value)
-        return text if len(text) <= limit else text[: limit - 4] + "...'"
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    return text[: limit - 4] + "...'" if isinstance(value, str) else text[: limit - 3] + "..."
 
 
 def shown_path(path) -> str:

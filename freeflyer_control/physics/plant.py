@@ -199,7 +199,7 @@ class Plant:
         self.t = float(t0)
         self.last_acceleration = np.zeros(ff.model.nv)
         self._v_shape = (ff.model.nv,)
-        self._base_nb = (ff.base, ff.nb)
+        self._nb = ff.nb   # a property of ff: read once
         self._steps = (None,)   # (dt, then dt/2 and dt as 0-d arrays) of the last step
         self.v_bounds = velocity_bounds(ff)
         self.contact = None
@@ -285,7 +285,7 @@ class Plant:
         Returns (q, v, world momentum, work of ``tau`` over the step J).
         """
         ff, model, data, h = self.ff, self._model, self.data, self.dt
-        nb = self._base_nb[1]
+        nb = self._nb
         integrate = _integrate
 
         self._contact_stages = [] if self.contact is not None else None
@@ -358,7 +358,7 @@ class Plant:
             v_new[:nb] = solve_spd_upper(M[:nb, :nb], rows)
         # Work of the held forces: the power tau . v (body velocities, so the base wrench in
         # base_link axes pairs with the base twist in base_link axes) by the same RK4 quadrature.
-        work = h6 * (_dot(tau, v0) + 2.0 * (_dot(tau, v2) + _dot(tau, v3)) + _dot(tau, v4)) + contact_work
+        work = h6 * (_dot(tau, v0) + 2.0 * _dot(tau, v23) + _dot(tau, v4)) + contact_work
 
         self.last_acceleration = k1v
         return q_new, v_new, momentum, work

@@ -49,7 +49,7 @@ def workspace(n, nq, nv, nb):
     return (np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)),
             np.empty((6, 6)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((3, 3)),
             np.zeros(nv), np.empty((n, 6, 6)), np.empty((n, 8)), np.empty((4, 6, 6)), np.empty((9, nv)),
-            np.empty((3, nq)), np.empty((6, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
+            np.empty((3, nq)), np.empty((3, nb)), np.empty((nb, nb)), np.empty((nb, nj + 1)),
             np.empty((nj, nj)), np.empty(nj), np.empty(nj), np.empty((4, max(nj, 1))), np.empty((nv, nv)),
             np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3, 3)))
 
@@ -87,7 +87,7 @@ def workspace_views(buf, n, nq, nv, nb):
     Dr, o = _carve(buf, o, (4, 6, 6))
     stage, o = _carve(buf, o, (9, nv))
     qs, o = _carve(buf, o, (3, nq))
-    snb, o = _carve(buf, o, (6, nb))
+    snb, o = _carve(buf, o, (3, nb))
     Lb, o = _carve(buf, o, (nb, nb))
     X, o = _carve(buf, o, (nb, nj + 1))
     H, o = _carve(buf, o, (nj, nj))
@@ -1115,8 +1115,8 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     Rb = ws[9]
     if any_base:
         tb = tau[:nb]
-        w = snb[2]
-        wsum = snb[3]
+        w = snb[0]
+        wsum = snb[1]
         base_wrench_about_world_origin(planar, q0, tb, Rb, w)
         for k in range(nb):
             wsum[k] = w[k]
@@ -1136,7 +1136,7 @@ def _plant_step(km, planar, nb, q0, v0, tau, h, mom, M0, b0, q_new, v_new, M_new
     integrate(km, q3, vs, q_new)
     kinematics(km, q_new, ws)
     crba_base_axes(km, M_new, ws)
-    rows = snb[4]
+    rows = snb[2]
     momentum_base_rows(planar, q_new, mom, Rb, rows)
     for r in range(nb):
         s = rows[r]
