@@ -14,8 +14,10 @@ pytest.importorskip("numba", reason="the compiled path needs numba (pip install 
 
 from freeflyer_control.control.loop import ControlLoop
 from freeflyer_control.control.maneuvers import EECircle, EEPoint, make_maneuver
-from freeflyer_control.control.resolved_rate import damped_least_squares, damping_lambda2
+from freeflyer_control.control.damping import damping_lambda2
+from freeflyer_control.control.resolved_rate import damped_least_squares
 from freeflyer_control.model import load_robot
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.kernels import reduced as PC
 from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.modes import Mode
@@ -200,7 +202,8 @@ def test_compiled_joint_rates_are_resolved_rate_joint_rates_in_every_mode(name, 
         K.arm_positions(state.q, kmm.arm_q, kmm.arm_kind, qa)
         TK.ee_joint_reference(km, True, layout, nb, state.q, state.v, M, ws[0], ws[1], t, 1e-3, task, tws, rws, ws,
                               kmm.arm_q, kmm.arm_kind, qa, pos, vel, tpos, tvel, True)
-        expected = loop.rr.joint_rates(state, mode, tasks)
+        with fastpath.forced("numpy"):  # the definition, not ResolvedRate's own compiled path
+            expected = loop.rr.joint_rates(state, mode, tasks)
         np.testing.assert_allclose(vel, expected.joint_rates, rtol=0, atol=ROUND_OFF)
         np.testing.assert_allclose(pos, qa, rtol=0, atol=0)
         np.testing.assert_allclose(tpos, [r.position for r in tasks], rtol=0, atol=1e-15)
@@ -208,7 +211,8 @@ def test_compiled_joint_rates_are_resolved_rate_joint_rates_in_every_mode(name, 
         q_int = task[12]
         q_int[:] = qa + 0.02 * rng.normal(size=na)
         q_ref = with_joint_positions(ff, state.q, ff.arm_v_indices, q_int)
-        expected = loop.rr.joint_rates(State(q_ref, state.v), mode, tasks)
+        with fastpath.forced("numpy"):
+            expected = loop.rr.joint_rates(State(q_ref, state.v), mode, tasks)
         before = q_int.copy()
         sigma = TK.ee_joint_reference(km, False, layout, nb, state.q, state.v, M, ws[0], ws[1], t, 1e-3, task, tws, rws, ws,
                                       kmm.arm_q, kmm.arm_kind, qa, pos, vel, tpos, tvel, True)

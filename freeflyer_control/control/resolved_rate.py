@@ -37,6 +37,7 @@ from typing import Sequence
 import numpy as np
 import pinocchio as pin
 
+from freeflyer_control.control.damping import damping_lambda2
 from freeflyer_control.control.references import TaskReference
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.physics import fastpath
@@ -101,17 +102,6 @@ def damping(sigma_min: float, gains: ResolvedRateGains) -> float:
     return damping_lambda2(sigma_min, gains.sigma_0, gains.lambda_max)
 
 
-def damping_lambda2(sigma_min: float, sigma_0: float, lambda_max: float) -> float:
-    """lambda^2 = lambda_max^2 (1 - (sigma_min / sigma_0)^2) below sigma_0, else 0.
-
-    A plain function of floats on purpose: the compiled simulation engine compiles this same
-    function (control/kernels/resolved_rate.py).
-    """
-    if sigma_min >= sigma_0:
-        return 0.0
-    return lambda_max**2 * (1.0 - (sigma_min / sigma_0) ** 2)
-
-
 def damped_least_squares(
     svd: tuple[np.ndarray, np.ndarray, np.ndarray], rhs: np.ndarray, lam2: float, tol: float = 1e-9
 ) -> np.ndarray:
@@ -157,12 +147,58 @@ class ResolvedRate:
         # Per tick these would be rebuilt from constants (a few us each on a 1-6 row task).
         self._frame_ids: dict[str, int] = {}
         self._keep = np.array([0, 1, 5]) if model.base == "planar" else None
+        # The two row masks in the GJM's row layout (read-only).
+        self._use_all = _USE_ALL if self._keep is None else _USE_ALL[self._keep]
+        self._use_position = _USE_POSITION if self._keep is None else _USE_POSITION[self._keep]
+        for mask in (self._use_all, self._use_position):
+            mask.flags.writeable = False
         self._gain_rows: tuple[ResolvedRateGains, np.ndarray] | None = None
         self.warnings: list[str] = []  # each emitted once (logged as a warning too)
         self._warned: set[tuple] = set()
+        # The compiled path (control.kernels.resolved_rate.CompiledRates), built at its first
+        # use or here; False where the kernels do not cover the model.
+        self._compiled = None
+        self._row_names_by_use: dict[tuple[str, bool], tuple[tuple[str, str], ...]] = {}
+        if fastpath.kernels() is not None and fastpath.warming() and model.end_effectors:
+            self._warm()
+
+    def _warm(self) -> None:
+        """Compile (first use) or load the compiled path now, not on a tick: one call at the
+        neutral configuration."""
+        compiled = self._compiled_rates()
+        if compiled:
+            ff = self.model
+            target = TaskReference(ff.end_effectors[0], np.zeros(3), None, np.zeros(3), np.zeros(3))
+            compiled.solve(pin.neutral(ff.model), np.zeros(ff.model.nv), Mode.FLOATING, (target,),
+                           (self._use(target),))
+
+    def _compiled_rates(self):
+        """The compiled path's object (built once), or False where the kernels do not cover
+        the model's joints."""
+        if self._compiled is None:
+            from freeflyer_control.control.kernels.resolved_rate import CompiledRates
+            from freeflyer_control.physics.kernels.arrays import NotCovered
+
+            try:
+                self._compiled = CompiledRates(self.model, self.gains, self.rate_limit)
+            except NotCovered as exc:
+                log.info("resolved rate runs on NumPy for robot '%s': %s", self.model.name, exc)
+                self._compiled = False
+        return self._compiled
 
     def joint_rates(self, state: State, mode: Mode, targets: Sequence[TaskReference]) -> ResolvedRateResult:
-        """Arm joint rates (rad/s) that track ``targets`` (world axes) from ``state`` in ``mode``."""
+        """Arm joint rates (rad/s) that track ``targets`` (world axes) from ``state`` in ``mode``.
+
+        With numba (``physics.fastpath``) one compiled call computes it
+        (``control.kernels.resolved_rate.task_rates``: the same GJM, task rows, damping law and
+        rate limit, the least squares solved through Cholesky factors where the damping allows,
+        the singular values by Jacobi rotations); else the NumPy / LAPACK expressions below, the
+        reference. The two agree to round-off (test/test_compiled_rates.py).
+        """
+        if fastpath.kernels() is not None:
+            compiled = self._compiled if self._compiled is not None else self._compiled_rates()
+            if compiled:
+                return self._joint_rates_compiled(compiled, state, mode, targets)
         ff = self.model
         rows_J, rows_rhs, errors, rows = [], [], [], []
         u = actuated_velocities(ff, state, mode)
@@ -176,7 +212,7 @@ class ResolvedRate:
             rows_J.append(J[use])
             rows_rhs.append((ff_twist + gain * err)[use] - drift[use])
             errors.append(err[use])
-            rows.extend((target.frame, r) for r in self._row_names[use].tolist())
+            rows.extend(self._rows(target.frame, use))
         # One target (the common case): its rows as they are, no stacking copies.
         J = rows_J[0] if len(rows_J) == 1 else np.vstack(rows_J)
         rhs = rows_rhs[0] if len(rows_rhs) == 1 else np.concatenate(rows_rhs)
@@ -193,6 +229,34 @@ class ResolvedRate:
         return ResolvedRateResult(qdot, m.sigma_min, m.manipulability, m.condition_number,
                                   lam2, limited, errors[0] if len(errors) == 1 else np.concatenate(errors),
                                   tuple(rows))
+
+    def _joint_rates_compiled(self, compiled, state: State, mode: Mode,
+                              targets: Sequence[TaskReference]) -> ResolvedRateResult:
+        uses = [self._use(target) for target in targets]
+        qdot, m, lam2, limited, err, sv = compiled.solve(state.q, state.v, mode, targets, uses)
+        rows: tuple[tuple[str, str], ...] = ()
+        for target, use in zip(targets, uses):
+            rows += self._rows(target.frame, use)
+        if m > qdot.size:
+            self._warn_uncontrollable(rows)
+        measures = measures_from_singular_values(sv)
+        return ResolvedRateResult(qdot.copy(), measures.sigma_min, measures.manipulability,
+                                  measures.condition_number, lam2, bool(limited), err.copy(), rows)
+
+    def _rows(self, frame: str, use: np.ndarray) -> tuple[tuple[str, str], ...]:
+        """(frame, row name) of the rows ``use`` commands (one of the two masks of :meth:`_use`)."""
+        key = (frame, use is self._use_all)
+        rows = self._row_names_by_use.get(key)
+        if rows is None:
+            rows = self._row_names_by_use[key] = tuple((frame, r) for r in self._row_names[use].tolist())
+        return rows
+
+    def _use(self, target: TaskReference) -> np.ndarray:
+        """The GJM rows ``target`` commands: all, or the translational ones when it has no
+        attitude or the attitude gain is zero (read-only, one of two arrays per model)."""
+        if target.orientation_xyzw is not None and self.gains.k_orientation != 0.0:
+            return self._use_all
+        return self._use_position
 
     def _warn_uncontrollable(self, rows: tuple[tuple[str, str], ...]) -> None:
         """Once per task layout: more task rows than arm joints, which directions are given up."""
@@ -222,10 +286,10 @@ class ResolvedRate:
             self._gain_rows = (g, np.repeat([g.k_position, g.k_orientation], 3))
         gain = self._gain_rows[1]
         twist = np.concatenate([target.linear_velocity, target.angular_velocity])
-        use = _USE_ALL if target.orientation_xyzw is not None and g.k_orientation != 0.0 else _USE_POSITION
+        use = self._use(target)
         keep = self._keep
         if keep is not None:
-            return err[keep], gain[keep], twist[keep], use[keep]
+            return err[keep], gain[keep], twist[keep], use
         return err, gain, twist, use
 
 

@@ -11,7 +11,7 @@ and where it is defined on the Python path:
   layout ``gjm.mode_layout`` builds for the mode;
 * the task error (``ResolvedRate._task``): the position error and log3(R_d R^T), the feed-forward
   twist, the gains, the commanded rows, and the commanded base velocities moved to the drift;
-* the damped least-squares solve with its damping law (``resolved_rate.damping_lambda2``,
+* the damped least-squares solve with its damping law (``control.damping.damping_lambda2``,
   compiled from that same definition) and the joint-rate limit (:func:`damped_rates`).
 
 One difference of route, not of law: where the smallest singular value of the task rows is
@@ -38,7 +38,7 @@ from numba import njit
 from numba.extending import register_jitable
 
 from freeflyer_control.control.maneuvers import circle_point, min_jerk, ramp_point
-from freeflyer_control.control.resolved_rate import damping_lambda2
+from freeflyer_control.control.damping import damping_lambda2
 from freeflyer_control.physics.kernels.reduced import gjm_post_into, gjm_workspace
 from freeflyer_control.physics.kernels.rigid_body import (
     _JIT,
@@ -77,6 +77,9 @@ REF_EE_POINT, REF_EE_CIRCLE = 2, 3  # reference kinds after the joint maneuvers'
 # one (sigma_0 set near zero, a singular arm) goes to the SVD (svd_solve), which also drops
 # singular values under 1e-9 sigma_max as the Python path does.
 GRAM_CONDITION = 1e-6
+# The angular feed-forward of the maneuvers' targets (task_rows' ``avel``): none, they keep
+# their start attitude.
+NO_ROWS = np.zeros((0, 3))
 
 
 @njit(**_NO_NRT)
@@ -339,8 +342,8 @@ def task_references(kind, t, params, starts, axes, pos, vel):
 
 
 @njit(inline="always", **_JIT)
-def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos, vel, gains, base_T, tws,
-              J_out, rhs_out):
+def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains, base_T, tws,
+              J_out, rhs_out, err_out):
     """Stack the commanded rows of every end-effector's task (``ResolvedRate.joint_rates``):
     J_out[:m, :na] = the GJM's arm columns, rhs_out[:m] = feed-forward twist + gain x error -
     drift, the drift including the commanded base velocities (world axes). Returns m.
@@ -351,8 +354,10 @@ def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos,
     ``physics.kernels.reduced.gjm_layout``.
     ee_body[e], ee_R[e], ee_p[e]: the frame's body and placement in it; R_d[e]: target attitude
     (world <- frame); use[e, r]: GJM row r is commanded; pos, vel: targets (m, m/s, world);
-    gains: (k_position, k_orientation), 1/s; base_T (nb, nb): scratch for the world-to-base map.
-    tws: scratch (``task_workspace``).
+    avel[e]: the target's angular velocity (rad/s, world; an array of no rows: zero, as the
+    maneuvers keep their start attitude); gains: (k_position, k_orientation), 1/s; base_T (nb,
+    nb): scratch for the world-to-base map. tws: scratch (``task_workspace``). err_out[:m]: the
+    commanded rows' task errors (m, rad; world axes).
     """
     _, _, oR, op, J, Rf, pf, E, e_att, u_world, err, ff_twist, matrix, drift, gws, no_h = tws
     world_placements(km, R, p, oR, op)
@@ -384,7 +389,7 @@ def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos,
             err[a] = pos[e, a] - pf[a]
             err[3 + a] = e_att[a]
             ff_twist[a] = vel[e, a]
-            ff_twist[3 + a] = 0.0  # the maneuvers keep the start attitude
+            ff_twist[3 + a] = avel[e, a] if avel.shape[0] else 0.0
         for r in range(nr):
             if not use[e, r]:
                 continue
@@ -394,6 +399,7 @@ def task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos,
                 d += matrix[r, na + i] * u_world[i]
             g = gains[0] if k < 3 else gains[1]
             rhs_out[m] = (ff_twist[k] + g * err[k]) - d
+            err_out[m] = err[k]
             for j in range(na):
                 J_out[m, j] = matrix[r, j]
             m += 1
@@ -461,8 +467,9 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, R_q, p_q, t, dt, task,
         elif nf:  # (none free: M is not read)
             crba(km, R, p, M_ref, ws)
         q_task, M_task = q_ref, M_ref
-    m = task_rows(km, q_task, v, M_task, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, tpos, tvel, gains,
-                  base_T, tws, Jst, rhs)
+    # (the rows' errors are not needed here: y, scratch of the solve below, takes them)
+    m = task_rows(km, q_task, v, M_task, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, tpos, tvel, NO_ROWS,
+                  gains, base_T, tws, Jst, rhs, y)
     sigma, _, _ = damped_rates(Jst, rhs, m, na, rr[0], rr[1], rate_limit, qdot, G, L, y, sv, A)
     if log_now and sigma != sigma:
         singular_values(Jst, m, na, A, sv)
@@ -475,3 +482,129 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, R_q, p_q, t, dt, task,
             pos[j] = q_int[j]
         vel[j] = qdot[j]
     return sigma
+
+
+@njit(**_JIT)
+def task_rates(km, layout, nb, q, v, targets, rr, rate_limit, tws, rws, ws, qdot, err, sv):
+    """Resolved rate from Python (``ResolvedRate.joint_rates`` on the compiled path): the arm's
+    joint rates qdot (rad/s, arm order) that track the targets from (q, v) in the mode whose
+    GJM layout is ``layout``. Returns (m, lambda^2, limited): m commanded task rows, whose errors
+    go to err[:m] (m, rad; world axes) and whose min(m, na) singular values go to sv, largest
+    first.
+
+    targets = (ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains): :func:`task_rows`'
+    arguments of those names; rr = (sigma_0, lambda_max). The controller model's kinematics
+    and, where the mode's GJM reads them, its mass matrix rows are computed here at q (as
+    ``generalized_jacobian`` does). tws, rws, ws: ``task_workspace``, ``rate_workspace``,
+    ``rigid_body.workspace``.
+    """
+    ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains = targets
+    _, M, Jst, rhs, _, G, L, y, base_T, _, A = rws
+    R, p = tws[0], tws[1]
+    forward_kinematics(km, q, R, p)
+    nf, f0 = layout[2 + layout[1]], layout[3 + layout[1]]
+    if nf and f0 + nf <= (2 if layout[0] != 0 else 3):  # the GJM reads M's translation rows only
+        translation_rows(km, R, p, M, ws)
+    elif nf:
+        crba(km, R, p, M, ws)
+    m = task_rows(km, q, v, M, R, p, layout, nb, ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains, base_T,
+                  tws, Jst, rhs, err)
+    na = qdot.shape[0]
+    _, lam2, limited = damped_rates(Jst, rhs, m, na, rr[0], rr[1], rate_limit, qdot, G, L, y, sv, A)
+    # The solve leaves sv unsorted or untouched on some routes: the measures get their own.
+    singular_values(Jst, m, na, A, sv)
+    return m, lam2, limited
+
+
+class CompiledRates:
+    """:func:`task_rates` for one controller model and its resolved-rate gains: the arrays it
+    reads, built once, and the per-call filling of the targets' arrays (ResolvedRate's compiled
+    path; every array keeps one type, so that the kernel compiles once).
+
+    Raises:
+        NotCovered: a joint type the kernels do not implement (the caller keeps the NumPy path).
+    """
+
+    def __init__(self, ff, gains, rate_limit: np.ndarray):
+        from freeflyer_control.physics import fastpath
+        from freeflyer_control.physics.gjm import mode_layout
+        from freeflyer_control.physics.kernels.arrays import kernel_model
+        from freeflyer_control.physics.kernels.rigid_body import workspace
+        from freeflyer_control.physics.modes import Mode
+
+        km = kernel_model(ff)
+        self.ff = ff
+        self.km, self.nb = km.arrays(), km.nb
+        self.layouts = {mode: mode_layout(fastpath.kernels(), ff, mode) for mode in Mode}
+        n = km.jint.shape[0]
+        self.tws, self.ws = task_workspace(n, km.nv, km.nb), workspace(n, km.nq, km.nv, km.nb)
+        self.q, self.v = np.empty(km.nq), np.empty(km.nv)
+        self.qdot = np.empty(len(km.arm_v))
+        self.rr = np.array([gains.sigma_0, gains.lambda_max], dtype=float)
+        self.gains = np.array([gains.k_position, gains.k_orientation], dtype=float)
+        self.rate_limit = np.ascontiguousarray(rate_limit, dtype=float)
+        self.nr = 3 if km.planar else 6
+        self._arrays: dict[int, tuple] = {}  # number of targets -> (targets tuple, rws, err, sv)
+        self._frames: dict[str, tuple] = {}  # frame -> (body, placement R, p in it)
+        self._attitudes: dict[bytes, np.ndarray] = {}  # a target quaternion's rotation (few distinct)
+
+    def _frame(self, name: str) -> tuple:
+        entry = self._frames.get(name)
+        if entry is None:
+            frame = self.ff.model.frames[self.ff.frame_id(name)]
+            entry = self._frames[name] = (frame.parentJoint - 1, frame.placement.rotation.copy(),
+                                          frame.placement.translation.copy())
+        return entry
+
+    def _for(self, count: int) -> tuple:
+        entry = self._arrays.get(count)
+        if entry is None:
+            m_max = self.nr * count
+            nq, nv, na = self.q.size, self.v.size, self.qdot.size
+            targets = (np.zeros(count, dtype=np.int64), np.zeros((count, 3, 3)), np.zeros((count, 3)),
+                       np.zeros((count, 3, 3)), np.zeros((count, self.nr), dtype=np.int64), np.zeros((count, 3)),
+                       np.zeros((count, 3)), np.zeros((count, 3)), self.gains)
+            entry = self._arrays[count] = (targets, rate_workspace(nq, nv, self.nb, na, m_max), np.zeros(m_max),
+                                           np.zeros(max(min(m_max, na), 1)))
+        return entry
+
+    def _attitude(self, xyzw) -> np.ndarray:
+        key = np.asarray(xyzw, dtype=float).tobytes()
+        R = self._attitudes.get(key)
+        if R is None:
+            from freeflyer_control.physics.state import rotation_from_xyzw
+
+            if len(self._attitudes) > 64:  # a moving attitude target: keep the table small
+                self._attitudes.clear()
+            R = self._attitudes[key] = rotation_from_xyzw(xyzw)
+        return R
+
+    def solve(self, q: np.ndarray, v: np.ndarray, mode, targets, uses) -> tuple:
+        """(qdot, m, lambda^2, limited, err[:m], sv[:min(m, na)]) of :func:`task_rates` for
+        ``targets`` (TaskReference, world axes) at (q, v) in ``mode``; uses[e]: target e's
+        commanded GJM rows (bool, the mode's row layout). qdot, err and sv are this object's
+        arrays, overwritten by the next call: copy what is kept."""
+        count = len(targets)
+        arrays, rws, err, sv = self._for(count)
+        ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, _ = arrays
+        for e, target in enumerate(targets):
+            body, fR, fp = self._frame(target.frame)
+            ee_body[e] = body
+            ee_R[e] = fR
+            ee_p[e] = fp
+            if target.orientation_xyzw is not None:
+                R_d[e] = self._attitude(target.orientation_xyzw)
+            use[e] = uses[e]
+            pos[e] = target.position
+            vel[e] = target.linear_velocity
+            avel[e] = target.angular_velocity
+        layout = self.layouts.get(mode)
+        if layout is None:
+            from freeflyer_control.physics.modes import Mode
+
+            layout = self.layouts[Mode.parse(mode)]
+        self.q[:] = q
+        self.v[:] = v
+        m, lam2, limited = task_rates(self.km, layout, self.nb, self.q, self.v, arrays, self.rr,
+                                      self.rate_limit, self.tws, rws, self.ws, self.qdot, err, sv)
+        return self.qdot, m, lam2, limited, err[:m], sv[:min(m, self.qdot.size)]

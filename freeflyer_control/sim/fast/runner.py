@@ -382,7 +382,8 @@ def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
     tick does."""
     q_int = np.array(loop.q_integrated, dtype=float)
     rr = loop.rr
-    commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
+    with fastpath.forced("numpy"):  # rows only: not worth compiling the Python law's compiled path
+        commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
     frames = [model.model.frames[model.frame_id(e)] for e in model.end_effectors]
     use = np.array([[(e, r) in commanded for r in rr._row_names] for e in model.end_effectors], dtype=np.int64)
     if isinstance(maneuver, EEPoint):
