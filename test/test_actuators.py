@@ -58,6 +58,21 @@ def test_saturation_clips_to_hardware_limits():
     assert out.thruster_forces[2] == ff.thrusters[2].max_force
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_command_is_refused_and_a_huge_finite_one_is_clipped(bad):
+    """The commands a tick makes (float64 arrays of the right size) take saturation's quick
+    finiteness test (one dot product): NaN and inf must still be refused, and a finite torque
+    whose square overflows (1e200) must still pass, clipped to the limit."""
+    ff = robot("planar_4link")
+    torques = np.zeros(len(ff.arm_joint_names))
+    torques[1] = bad
+    with pytest.raises(ValueError, match="arm_torques contains NaN or Inf"):
+        saturate(ff, Actuation(torques, np.zeros(1), np.zeros(len(ff.thrusters))))
+    torques[1] = 1e200
+    out = saturate(ff, Actuation(torques, np.zeros(1), np.zeros(len(ff.thrusters))))
+    assert out.arm_torques[1] == ff.arm_effort_limits[1]
+
+
 def test_wheel_at_speed_limit_is_not_pushed_faster_but_may_brake():
     ff = robot("planar_4link")
     state = random_state(ff, np.random.default_rng(0))

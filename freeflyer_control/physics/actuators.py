@@ -163,6 +163,11 @@ def _thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
 
 
 def _sized(values: np.ndarray, n: int, what: str) -> np.ndarray:
+    if type(values) is np.ndarray and values.shape == (n,) and values.dtype == np.float64:
+        # A tick's own commands: one dot product proves them finite (NaN and inf propagate;
+        # an overflow to inf falls through to the exact test below), ~1 us under the generic path.
+        if math.isfinite(values.dot(values)):
+            return values
     arr = np.asarray(values, dtype=float).reshape(-1)
     if arr.size == 0:
         return np.zeros(n)

@@ -238,20 +238,34 @@ def make_state(
                                 else (0.0, 0.0, 0.0, 1.0))
         base_q = np.concatenate([pos, quat])
 
+    lin_w = np.asarray(base_linear_velocity, dtype=float)
+    ang_w = np.asarray(base_angular_velocity, dtype=float)
+    if ff.base == "planar" and (abs(lin_w[2]) > 0 or math.hypot(ang_w[0], ang_w[1]) > 0):
+        raise ValueError("a planar base moves in x, y and yaws about z only")
+    assert qj.size == vj.size == nj
+    return assembled_state(ff, base_q, qj, lin_w, ang_w, vj)
+
+
+def assembled_state(ff: FreeFlyerModel, base_q: np.ndarray, qj: np.ndarray, linear_world: np.ndarray,
+                    angular_world: np.ndarray, vj: np.ndarray) -> State:
+    """The :class:`State` of quantities already checked (finite, the right sizes, a unit
+    quaternion; :func:`make_state` checks them, the controller's message readers do too).
+
+    Args:
+        base_q: the base's configuration coordinates: spatial (x, y, z, qx, qy, qz, qw), planar
+            (x, y, cos yaw, sin yaw); m and unit quaternion / unit complex number.
+        qj, vj: joint positions (rad, m) and velocities, ``ff.joint_names`` order.
+        linear_world, angular_world: the base twist, world axes, m/s and rad/s (3,) each.
+    """
+    model = ff.model
     # Joint angles -> q through Pinocchio's own exponential map (handles continuous joints).
     dq = np.zeros(model.nv)
     dq[ff.nb:] = qj
     q = pin.integrate(model, pin.neutral(model), dq)
     q[: base_q.size] = base_q
-
-    v = np.zeros(model.nv)
-    v[: ff.nb] = base_velocity_local(ff, q, base_linear_velocity, base_angular_velocity)
-    lin_w = np.asarray(base_linear_velocity, dtype=float)
-    ang_w = np.asarray(base_angular_velocity, dtype=float)
-    if ff.base == "planar" and (abs(lin_w[2]) > 0 or math.hypot(ang_w[0], ang_w[1]) > 0):
-        raise ValueError("a planar base moves in x, y and yaws about z only")
+    v = np.empty(model.nv)
+    v[: ff.nb] = base_velocity_local(ff, q, linear_world, angular_world)
     v[ff.nb:] = vj
-    assert v.size == ff.nb + nj
     return State(q, v)
 
 
