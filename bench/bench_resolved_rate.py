@@ -2,7 +2,8 @@
 """Resolved-rate tick (``ResolvedRate.joint_rates``) now and at an earlier commit, side by side.
 
 One interleaved run (bench_core.py's method: warm-up, batches of consecutive calls, the order
-rotated each repeat, median and p90 of the per-call samples) of the current controller and of
+rotated each repeat, median and p90 of the per-call samples) of the current controller (with
+numba: its compiled path, ``[now]``, and its NumPy / LAPACK path, ``[now, NumPy]``) and of
 ``control/resolved_rate.py`` read from ``--before GITREF`` with ``git show`` (the rest of the
 package is the current tree). Per robot: a pose task (position and orientation) and a
 position-only task, a few cm from the end-effector, on random states. The planar 2-link arm
@@ -34,6 +35,7 @@ import pinocchio as pin  # noqa: E402
 from freeflyer_control.control.references import TaskReference  # noqa: E402
 from freeflyer_control.control.resolved_rate import ResolvedRate  # noqa: E402
 from freeflyer_control.model import load_model, load_robot  # noqa: E402
+from freeflyer_control.physics import fastpath  # noqa: E402
 from freeflyer_control.physics.modes import Mode  # noqa: E402
 
 sys.path.insert(0, str(REPO / "test"))
@@ -75,17 +77,21 @@ def cases(label: str, ff, rng, old_cls, ref: str) -> list[Case]:
         rows = sum(3 if ff.base == "planar" else 6 for _ in ff.end_effectors) if orientation else \
             sum(2 if ff.base == "planar" else 3 for _ in ff.end_effectors)
         shape = f"{rows}x{len(ff.arm_joint_names)}"
-        for cls, tag in ((ResolvedRate, "now"), (old_cls, f"before {ref}")):
-            rr = cls(ff)
+        now = ResolvedRate(ff)
+        ways = [(now.joint_rates, "now"), (now.joint_rates_numpy, "now, NumPy"),
+                (old_cls(ff).joint_rates, f"before {ref}")]
+        if fastpath.kernels() is None:  # no numba: joint_rates is the NumPy path
+            del ways[1]
+        for call, tag in ways:
             try:
                 for state, task_list in zip(states, tasks):
-                    rr.joint_rates(state, Mode.FLOATING, task_list)
+                    call(state, Mode.FLOATING, task_list)
             except np.linalg.LinAlgError as exc:
                 print(f"{label} {task} ({shape}) {tag}: raises {exc}")
                 continue
             out.append(Case(label, f"{task} {shape} [{tag}]",
-                            lambda rr=rr, pool=pool, tasks=tasks: rr.joint_rates(pool.next(), Mode.FLOATING,
-                                                                                 tasks[pool.i])))
+                            lambda call=call, pool=pool, tasks=tasks: call(pool.next(), Mode.FLOATING,
+                                                                           tasks[pool.i])))
     return out
 
 

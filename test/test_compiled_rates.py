@@ -45,6 +45,8 @@ def both_paths(rr: ResolvedRate, state: State, mode, tasks):
     compiled = rr.joint_rates(state, mode, tasks)
     with fastpath.forced("numpy"):
         reference = rr.joint_rates(state, mode, tasks)
+    # the NumPy expressions by name (the GJM on the compiled post-processing): the same law
+    assert_same_result(rr.joint_rates_numpy(state, mode, tasks), reference)
     return compiled, reference
 
 

@@ -199,6 +199,11 @@ class ResolvedRate:
             compiled = self._compiled if self._compiled is not None else self._compiled_rates()
             if compiled:
                 return self._joint_rates_compiled(compiled, state, mode, targets)
+        return self.joint_rates_numpy(state, mode, targets)
+
+    def joint_rates_numpy(self, state: State, mode: Mode, targets: Sequence[TaskReference]) -> ResolvedRateResult:
+        """:meth:`joint_rates` through the NumPy / LAPACK expressions below whatever numba
+        offers (the reference; the GJM inside takes ``physics.fastpath``'s path)."""
         ff = self.model
         rows_J, rows_rhs, errors, rows = [], [], [], []
         u = actuated_velocities(ff, state, mode)

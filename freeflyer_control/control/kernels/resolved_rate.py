@@ -1,4 +1,8 @@
-"""Compiled resolved rate: the end-effector side of the compiled lockstep (needs numba).
+"""Compiled resolved rate (needs numba): the end-effector side of the compiled lockstep
+(:func:`ee_joint_reference`, called in the engine's compiled loop) and, called from Python,
+:meth:`~freeflyer_control.control.resolved_rate.ResolvedRate.joint_rates`' own compiled path
+(:func:`task_rates` through :class:`CompiledRates`: the ROS controller's task-space tick, the
+Python engine's, the Gymnasium environments').
 
 What :meth:`freeflyer_control.control.resolved_rate.ResolvedRate.joint_rates` does, per tick,
 and where it is defined on the Python path:
@@ -26,7 +30,8 @@ kept, where the Python path calls LAPACK; the tick runs without numba's runtime,
 LAPACK's wrapper needs). On a 6 x 6 task that is ~0.3 µs a tick against ~5 µs for an SVD
 every tick. ``test/test_fast_tasks.py`` checks every function here against its Python
 definition to round-off, and closed loops of both controllers on both end-effector maneuvers
-in every mode against the Python engine.
+in every mode against the Python engine; ``test/test_compiled_rates.py`` checks
+:func:`task_rates`, as ``ResolvedRate`` calls it, against the NumPy / LAPACK definition.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ KERNEL_SOURCES = (
     "control/allocation_kernel.py",
     "control/maneuvers.py",
     "control/mode_switch.py",
-    "control/resolved_rate.py",
+    "control/damping.py",
     "physics/state.py",
     "physics/actuators.py",
     "physics/energy_balance.py",
