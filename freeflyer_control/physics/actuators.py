@@ -19,6 +19,7 @@ from scipy.optimize import nnls
 
 from freeflyer_control.errors import ModeError
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import all_finite
 from freeflyer_control.physics.modes import Mode, spec
 from freeflyer_control.physics.state import base_rotation
 
@@ -163,11 +164,8 @@ def _thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
 
 
 def _sized(values: np.ndarray, n: int, what: str) -> np.ndarray:
-    if type(values) is np.ndarray and values.shape == (n,) and values.dtype == np.float64:
-        # A tick's own commands: one dot product proves them finite (NaN and inf propagate;
-        # an overflow to inf falls through to the exact test below), ~1 us under the generic path.
-        if math.isfinite(values.dot(values)):
-            return values
+    if type(values) is np.ndarray and values.shape == (n,) and values.dtype == np.float64 and all_finite(values):
+        return values  # a tick's own commands: ~1 us under the generic path below
     arr = np.asarray(values, dtype=float).reshape(-1)
     if arr.size == 0:
         return np.zeros(n)

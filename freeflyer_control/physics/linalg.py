@@ -8,9 +8,25 @@ per-tick or per-step loop.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dgesv, dposv
+
+
+def all_finite(*vectors: np.ndarray) -> bool:
+    """Every entry of these float64 vectors is finite (no NaN, no inf).
+
+    One dot product each: NaN and inf propagate into x.x, so a finite x.x proves the vector
+    finite; only where x.x is not (a non-finite entry, or finite entries above ~1e154 whose
+    squares overflow) does the exact elementwise test decide. ~0.4 us a vector where
+    ``np.isfinite(x).all()`` costs ~1.2 us: the control tick checks every command this way.
+    """
+    for x in vectors:
+        if not math.isfinite(x.dot(x)) and not np.isfinite(x).all():
+            return False
+    return True
 
 
 def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:

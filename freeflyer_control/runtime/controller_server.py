@@ -47,6 +47,7 @@ from freeflyer_control.control.mode_switch import ModeSwitch
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig
 from freeflyer_control.physics.actuators import Actuation, mode_support, saturate
+from freeflyer_control.physics.linalg import all_finite
 from freeflyer_control.physics.modes import Mode
 from freeflyer_control.physics.state import State, joint_positions
 from freeflyer_control.ros.conversions import (
@@ -479,8 +480,8 @@ class ControllerServer:
         actuation, info = self.loop.tick(tc, self.state, self.period)
         if info.fault is not None:
             return self._fault(str(info.fault), now)
-        parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
-        if not all(np.isfinite(part).all() for part in parts):
+        if not all_finite(actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces,
+                          actuation.base_wrench_world):
             return self._fault("control law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", info)
@@ -502,8 +503,8 @@ class ControllerServer:
         actuation = self.capture.tick(self.state, tc)
         if actuation is None:
             return self._zero("waiting", f"no odometry of '{self.capture.obj.name}' yet (/object/odom)", now)
-        parts = (actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces, actuation.base_wrench_world)
-        if not all(np.isfinite(part).all() for part in parts):
+        if not all_finite(actuation.arm_torques, actuation.wheel_torques, actuation.thruster_forces,
+                          actuation.base_wrench_world):
             return self._fault("capture law gave non-finite commands", now)
         self._last_status = "ok"
         return ControllerOutput(saturate(self.ff, actuation, self.state.v), "ok", "", None)

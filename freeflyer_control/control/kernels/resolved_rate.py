@@ -61,6 +61,8 @@ from freeflyer_control.physics.kernels.rigid_body import (
     forward_kinematics,
     log3,
     translation_rows,
+    workspace,
+    workspace_views,
     world_placements,
 )
 
@@ -490,7 +492,7 @@ def ee_joint_reference(km, resolved, layout, nb, q, v, M, R_q, p_q, t, dt, task,
 
 
 @njit(**_JIT)
-def task_rates(km, layout, nb, q, v, targets, rr, rate_limit, tws, rws, ws, qdot, err, sv):
+def task_rates(km, layout, nb, q, v, targets, rr, rate_limit, tws, rws, ws_buf, qdot, err, sv):
     """Resolved rate from Python (``ResolvedRate.joint_rates`` on the compiled path): the arm's
     joint rates qdot (rad/s, arm order) that track the targets from (q, v) in the mode whose
     GJM layout is ``layout``. Returns (m, lambda^2, limited): m commanded task rows, whose errors
@@ -500,10 +502,12 @@ def task_rates(km, layout, nb, q, v, targets, rr, rate_limit, tws, rws, ws, qdot
     targets = (ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains): :func:`task_rows`'
     arguments of those names; rr = (sigma_0, lambda_max). The controller model's kinematics
     and, where the mode's GJM reads them, its mass matrix rows are computed here at q (as
-    ``generalized_jacobian`` does). tws, rws, ws: ``task_workspace``, ``rate_workspace``,
-    ``rigid_body.workspace``.
+    ``generalized_jacobian`` does). tws, rws: ``task_workspace``, ``rate_workspace``; ws_buf:
+    the flat buffer of ``rigid_body.workspace_views`` (one array for its 29: each array
+    argument costs the call from Python ~0.1 us to unbox).
     """
     ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, gains = targets
+    ws, _ = workspace_views(ws_buf, km[0].shape[0], q.shape[0], v.shape[0], nb)
     _, M, Jst, rhs, _, G, L, y, base_T, _, A = rws
     R, p = tws[0], tws[1]
     forward_kinematics(km, q, R, p)
@@ -534,7 +538,6 @@ class CompiledRates:
         from freeflyer_control.physics import fastpath
         from freeflyer_control.physics.gjm import mode_layout
         from freeflyer_control.physics.kernels.arrays import kernel_model
-        from freeflyer_control.physics.kernels.rigid_body import workspace
         from freeflyer_control.physics.modes import Mode
 
         km = kernel_model(ff)
@@ -542,7 +545,9 @@ class CompiledRates:
         self.km, self.nb = km.arrays(), km.nb
         self.layouts = {mode: mode_layout(fastpath.kernels(), ff, mode) for mode in Mode}
         n = km.jint.shape[0]
-        self.tws, self.ws = task_workspace(n, km.nv, km.nb), workspace(n, km.nq, km.nv, km.nb)
+        self.tws = task_workspace(n, km.nv, km.nb)
+        # workspace_views' buffer: zeros (its zero_nv entry must hold zeros)
+        self.ws_buf = np.zeros(sum(a.size for a in workspace(n, km.nq, km.nv, km.nb)))
         self.q, self.v = np.empty(km.nq), np.empty(km.nv)
         self.qdot = np.empty(len(km.arm_v))
         self.rr = np.array([gains.sigma_0, gains.lambda_max], dtype=float)
@@ -611,5 +616,5 @@ class CompiledRates:
         self.q[:] = q
         self.v[:] = v
         m, lam2, limited = task_rates(self.km, layout, self.nb, self.q, self.v, arrays, self.rr,
-                                      self.rate_limit, self.tws, rws, self.ws, self.qdot, err, sv)
+                                      self.rate_limit, self.tws, rws, self.ws_buf, self.qdot, err, sv)
         return self.qdot, m, lam2, limited, err[:m], sv[:min(m, self.qdot.size)]
