@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Where a lockstep period goes without ROS: sim_loop_node's objects, in one process.
+
+The period of ``runtime.lockstep.LockstepLoop`` (the plant server's step and measurement, the
+hand-over to the controller server, its tick, the commands back), on the robot's ready pose with
+an end-effector target 5 cm away (as bench_ros_loop.py sends it, so that every tick runs the
+task-space law), measured on the thread's CPU clock per stage. What the ROS node adds (message
+conversion, publication, the executor) is bench_ros_loop.py's; this isolates the Python and
+compiled work the node's period wraps, on hot caches (the node's own figures are higher: between
+two of its periods other processes run).
+
+``--compare DIR`` measures another checkout (e.g. a ``git worktree`` of main) beside this one:
+child processes of each, alternating, so that before and after see the same machine.
+
+    python bench/bench_lockstep.py [--robot planar_4link] [--rate 500] [--compare DIR]
+
+Prints one table: per source, the median over rounds of each stage's CPU per period (us). This
+is a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("step", "measurement", "handover", "tick", "command")
+
+
+def child(robot: str, rate: float, rounds: int, periods: int) -> dict[str, list[float]]:
+    """Per round, each stage's mean CPU per period (us) and the whole period's, in this process
+    (imports the freeflyer_control on sys.path: this checkout, or the one --compare names)."""
+    import pinocchio as pin
+
+    from freeflyer_control.model import load_robot
+    from freeflyer_control.physics.state import make_state
+    from freeflyer_control.runtime.controller_server import ControllerServer
+    from freeflyer_control.runtime.lockstep import LockstepLoop
+    from freeflyer_control.runtime.plant_server import PlantServer
+
+    ff = load_robot(robot)
+    dt = 1.0 / rate
+    # compiled=None: plant_node's default (plant_step:=auto), the compiled step where numba is
+    plant = PlantServer(ff, make_state(ff, joint_positions=dict(ff.ready_pose)), rate=rate, compiled=None)
+    controller = ControllerServer(ff, rate=rate)
+    loop = LockstepLoop(plant, controller)
+    data = ff.create_data()
+    pin.framesForwardKinematics(ff.model, data, plant.plant.state.q)
+    ee = ff.end_effectors[0]
+    target = data.oMf[ff.frame_id(ee)].translation + np.array([0.05, -0.03, 0.0])
+    clock = time.thread_time_ns
+    k = 0
+
+    def periods_of(n: int, sums: dict[str, int] | None) -> None:
+        nonlocal k
+        for _ in range(n):
+            now = k * dt
+            if k == 2:
+                controller.set_ee_target(ee, target, None)
+            t0 = clock()
+            loop.plant.step(now)
+            t1 = clock()
+            fields = loop.plant.measurement()
+            t2 = clock()
+            loop.handover(fields, now)
+            t3 = clock()
+            out = loop.controller.tick(now)
+            t4 = clock()
+            loop.command(out.actuation, now)
+            t5 = clock()
+            if sums is not None:
+                for stage, a, b in zip(STAGES, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
+                    sums[stage] += b - a
+            k += 1
+
+    periods_of(500, None)  # warm: kernels loaded, the target reached its tracking regime
+    out: dict[str, list[float]] = {name: [] for name in STAGES + ("period",)}
+    for _ in range(rounds):
+        sums = dict.fromkeys(STAGES, 0)
+        periods_of(periods, sums)
+        for stage in STAGES:
+            out[stage].append(sums[stage] / periods / 1e3)
+        out["period"].append(sum(sums.values()) / periods / 1e3)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--robot", default="planar_4link")
+    parser.add_argument("--rate", type=float, default=500.0, help="Hz, the plant's and the controller's")
+    parser.add_argument("--compare", metavar="DIR", default=None, help="another checkout, measured alternately")
+    parser.add_argument("--alternations", type=int, default=4, help="child processes per source")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per child process")
+    parser.add_argument("--periods", type=int, default=400, help="periods per round")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.robot, args.rate, args.rounds, args.periods)))
+        return 0
+    sources = [("before", Path(args.compare).resolve()), ("after", REPO)] if args.compare else [("", REPO)]
+    results: dict[str, dict[str, list[float]]] = {label: {} for label, _ in sources}
+    for _ in range(args.alternations):
+        for label, source in sources:
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--robot", args.robot,
+                   "--rate", str(args.rate), "--rounds", str(args.rounds), "--periods", str(args.periods)]
+            run = subprocess.run(cmd, env=env, cwd=str(source), capture_output=True, text=True, timeout=1800)
+            if run.returncode != 0:
+                print(f"{source}: the child process failed:\n{run.stderr}", file=sys.stderr)
+                return 1
+            rows = json.loads(run.stdout.strip().splitlines()[-1])
+            for name, values in rows.items():
+                results[label].setdefault(name, []).extend(values)
+    print(f"lockstep period in process: {args.robot} at {args.rate:g} Hz, end-effector target; CPU per period, us, "
+          f"median of {args.alternations * args.rounds} rounds of {args.periods} periods "
+          f"(load average {os.getloadavg()[0]:.2f} at the end)")
+    labels = [label for label, _ in sources]
+    head = "| stage | " + " | ".join(label or "us" for label in labels) + (" | after / before |" if args.compare else " |")
+    print(head)
+    print("|---|" + "---:|" * (len(labels) + (1 if args.compare else 0)))
+    for name in STAGES + ("period",):
+        medians = [float(np.median(results[label][name])) for label in labels]
+        ratio = f" | {medians[1] / medians[0]:.2f} |" if args.compare else " |"
+        print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + ratio)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
