@@ -61,16 +61,16 @@ def test_saturation_clips_to_hardware_limits():
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_a_non_finite_command_is_refused_and_a_huge_finite_one_is_clipped(bad):
     """The commands a tick makes (float64 arrays of the right size) take saturation's quick
-    finiteness test (one dot product): NaN and inf must still be refused, and a finite torque
-    whose square overflows (1e200) must still pass, clipped to the limit."""
+    finiteness test (physics.linalg.all_finite): NaN and inf must still be refused, and an
+    absurd finite torque (1e308, whose sum with another overflows) must still pass, clipped."""
     ff = robot("planar_4link")
     torques = np.zeros(len(ff.arm_joint_names))
     torques[1] = bad
     with pytest.raises(ValueError, match="arm_torques contains NaN or Inf"):
         saturate(ff, Actuation(torques, np.zeros(1), np.zeros(len(ff.thrusters))))
-    torques[1] = 1e200
+    torques[1] = torques[2] = 1e308
     out = saturate(ff, Actuation(torques, np.zeros(1), np.zeros(len(ff.thrusters))))
-    assert out.arm_torques[1] == ff.arm_effort_limits[1]
+    assert out.arm_torques[1] == ff.arm_effort_limits[1] and out.arm_torques[2] == ff.arm_effort_limits[2]
 
 
 def test_wheel_at_speed_limit_is_not_pushed_faster_but_may_brake():

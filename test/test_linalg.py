@@ -1,5 +1,7 @@
 """The small linear-algebra helpers of physics.linalg that the control tick leans on."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -16,10 +18,14 @@ def test_all_finite_finds_a_single_nan_or_inf_anywhere(bad, where):
     assert all_finite(np.zeros(3), np.ones(7))
 
 
-def test_all_finite_passes_finite_values_whose_squares_overflow():
-    """1e200^2 overflows the dot product to inf: the exact test must then decide (finite)."""
-    assert all_finite(np.array([1e200, -1e300, 0.0]))
-    assert not all_finite(np.array([1e200, np.nan]))
+def test_all_finite_passes_finite_values_whose_sum_overflows_and_warns_of_nothing():
+    """1e308 + 1e308 overflows the quick sum to inf: the exact test must then decide (finite);
+    and no NumPy floating-point warning on the way (the check runs every control tick)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all_finite(np.array([1e308, 1e308, -1e300, 0.0]))
+        assert not all_finite(np.array([1e200, np.nan]))
+        assert not all_finite(np.array([np.inf, -np.inf]))
 
 
 def test_all_finite_of_empty_vectors_is_true():
