@@ -196,7 +196,7 @@ class ResolvedRate:
         reference. The two agree to round-off (test/test_compiled_rates.py).
         """
         if fastpath.kernels() is not None:
-            compiled = self._compiled if self._compiled is not None else self._compiled_rates()
+            compiled = self._compiled_rates()
             if compiled:
                 return self._joint_rates_compiled(compiled, state, mode, targets)
         return self.joint_rates_numpy(state, mode, targets)

@@ -560,10 +560,11 @@ class CompiledRates:
 
     def _frame(self, name: str) -> tuple:
         entry = self._frames.get(name)
-        if entry is None:
-            frame = self.ff.model.frames[self.ff.frame_id(name)]
-            entry = self._frames[name] = (frame.parentJoint - 1, frame.placement.rotation.copy(),
-                                          frame.placement.translation.copy())
+        if entry is None:  # once per frame (Python only: no kernel compiles arrays.py)
+            from freeflyer_control.physics.kernels.arrays import frames_in_bodies
+
+            body, R, p = frames_in_bodies(self.ff, (name,))
+            entry = self._frames[name] = (body[0], R[0], p[0])
         return entry
 
     def _for(self, count: int) -> tuple:

@@ -124,3 +124,13 @@ def kernel_model(ff: FreeFlyerModel) -> KernelModel:
         wheel_v=np.asarray(ff.wheel_v_indices, dtype=np.int64).reshape(-1),
         effort=np.asarray(ff.arm_effort_limits, dtype=float),
     )
+
+
+def frames_in_bodies(ff: FreeFlyerModel, names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(body (k,) int64, R (k, 3, 3), p (k, 3)) of the frames ``names``: the kernel body each is
+    fixed to (:func:`kernel_model`'s numbering: joint i moves body i - 1) and its placement in
+    that body (rotation, translation m), as the kernels' frame arguments take them."""
+    frames = [ff.model.frames[ff.frame_id(name)] for name in names]
+    return (np.array([f.parentJoint - 1 for f in frames], dtype=np.int64),
+            np.array([f.placement.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
+            np.array([f.placement.translation for f in frames], dtype=float).reshape(-1, 3))

@@ -53,7 +53,7 @@ from freeflyer_control.physics.gjm import mode_layout
 from freeflyer_control.physics.kernels import divergence
 from freeflyer_control.physics.kernels import reduced as PC
 from freeflyer_control.physics.kernels import rigid_body as K
-from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
+from freeflyer_control.physics.kernels.arrays import NotCovered, frames_in_bodies, kernel_model
 from freeflyer_control.physics.modes import Mode, base_partition
 from freeflyer_control.physics.momentum import world_momentum
 from freeflyer_control.physics.plant import energy_reason, velocity_bounds, velocity_reason
@@ -382,9 +382,8 @@ def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
     tick does."""
     q_int = np.array(loop.q_integrated, dtype=float)
     rr = loop.rr
-    with fastpath.forced("numpy"):  # rows only: not worth compiling the Python law's compiled path
-        commanded = set(rr.joint_rates(state, mode, maneuver.task_references(0.0)).task_rows)
-    frames = [model.model.frames[model.frame_id(e)] for e in model.end_effectors]
+    # The NumPy path: the rows are all this needs, not worth compiling the law's own kernel for.
+    commanded = set(rr.joint_rates_numpy(state, mode, maneuver.task_references(0.0)).task_rows)
     use = np.array([[(e, r) in commanded for r in rr._row_names] for e in model.end_effectors], dtype=np.int64)
     if isinstance(maneuver, EEPoint):
         params, axes = np.array([maneuver.move_time, 0.0]), maneuver.offsets
@@ -394,9 +393,7 @@ def _task_arrays(model, loop, maneuver, state, mode) -> tuple:
         raise NotCovered(f"the compiled path does not cover maneuver {maneuver.name}")
     g = rr.gains
     return (_REF_KINDS[maneuver.name], params, np.ascontiguousarray(maneuver.starts), np.ascontiguousarray(axes),
-            np.array([f.parentJoint - 1 for f in frames], dtype=np.int64),
-            np.ascontiguousarray([f.placement.rotation for f in frames], dtype=float),
-            np.ascontiguousarray([f.placement.translation for f in frames], dtype=float),
+            *frames_in_bodies(model, model.end_effectors),
             np.ascontiguousarray([rotation_from_xyzw(x) for x in maneuver.attitudes], dtype=float), use,
             np.array([g.k_position, g.k_orientation]), np.array([g.sigma_0, g.lambda_max]),
             np.array(rr.rate_limit, dtype=float), q_int)
@@ -430,9 +427,7 @@ def _series(ff, km, columns, t, out, new, applied: _Applied) -> dict[str, np.nda
     base_group[0] = 1
     for name in ff.wheel_joint_names:
         base_group[model.getJointId(name) - 1] = 1
-    frames = [model.frames[ff.frame_id(e)] for e in ff.end_effectors]
-    ee_body = np.array([f.parentJoint - 1 for f in frames], dtype=np.int64)
-    ee_p = np.array([f.placement.translation for f in frames], dtype=float).reshape(-1, 3)
+    ee_body, _, ee_p = frames_in_bodies(ff, ff.end_effectors)
     series = {key: np.empty((rows, len(cols))) for key, cols in columns.items()}
     record.state_series(km.arrays(), km.planar, ff.nb, base_group, ee_body, ee_p, out["q"][new], out["v"][new],
                         series["joint_positions"], series["joint_velocities"], series["base_position"],
