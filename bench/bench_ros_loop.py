@@ -389,15 +389,19 @@ CPU_KEYS = ("loop_overhead", "callback_thread_cpu", "middleware_threads_cpu")
 
 def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
     """The per-period cost breakdown: the nodes' diagnostics windows that end inside the measured
-    window (and the one just after it), weighted by their periods."""
+    window (and the one just after it), weighted by their periods (the stages by their timed
+    periods: runtime.period_costs times them on one period in SAMPLE_EVERY)."""
     nodes = {}
     for t, node, values in costs:
         if t0_ns + 0.5e9 <= t <= t1_ns + 0.6e9 and values.get("periods", 0) > 0:
             acc = nodes.setdefault(node, {})
             w = values["periods"]
+            timed = values.get("timed_periods", w)   # (a checkout that timed every period)
             for key, value in values.items():
-                if key != "periods":
-                    acc[key] = acc.get(key, 0.0) + w * value
+                if key not in ("periods", "timed_periods"):
+                    weight = timed if key in STAGE_KEYS else w
+                    acc[key] = acc.get(key, 0.0) + weight * value
+                    acc["weight." + key] = acc.get("weight." + key, 0.0) + weight
             acc["periods"] = acc.get("periods", 0.0) + w
     cpu_text = ", ".join(f"{m} {v:.1f} us" for m, v in cpu_per_period.items())
     if not nodes:
@@ -405,7 +409,8 @@ def _print_costs(costs, t0_ns, t1_ns, period, cpu_per_period, loop):
               f"runtime/period_costs.py); process CPU per period it ran (/proc): {cpu_text}")
         return
     names = sorted(nodes)   # controller_node, plant_node
-    means = {n: {k: v / nodes[n]["periods"] for k, v in nodes[n].items() if k != "periods"} for n in names}
+    means = {n: {k: v / nodes[n]["weight." + k] for k, v in nodes[n].items()
+                 if k != "periods" and not k.startswith("weight.")} for n in names}
     head = ("per period, us (% of the period)",) + tuple("sim_loop_node" if loop == "lockstep" else n for n in names)
     rows = []
     for key, text in COST_ROWS:
