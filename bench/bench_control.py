@@ -4,6 +4,9 @@ Prints a Markdown table of median per-call times (interleaved batches, like benc
 
 * the control tick, GJM + H*, C* + computed-torque law: ``generalized_jacobian`` then
   ``ComputedTorque.effort`` (which computes H*, C* and the law) on a stream of states;
+* ``ComputedTorque.effort`` alone (the joint-space law from the state: M, b, H*, C*, the law),
+  on its compiled path (with numba: one call of ``control.kernels.computed_torque.joint_space_effort``)
+  and on its NumPy / Pinocchio definition (``effort_numpy``);
 * the full ``ControlLoop.tick`` (references, law, mode blending, actuator mapping), with
   computed torque on wilde and with the impedance law on ee-point;
 * one ``Plant.step``;
@@ -53,11 +56,13 @@ from freeflyer_control.control.maneuvers import make_maneuver  # noqa: E402
 from freeflyer_control.model import load_robot  # noqa: E402
 from freeflyer_control.physics.dynamics import mass_matrix  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
+from freeflyer_control.physics.modes import Mode  # noqa: E402
 from freeflyer_control.physics.plant import Plant  # noqa: E402
 from freeflyer_control.sim import fast as fast_path  # noqa: E402
 from freeflyer_control.sim.config import SimConfig  # noqa: E402
 from freeflyer_control.sim.runner import run_simulation  # noqa: E402
 
+NO_BASE = np.zeros(0)   # floating mode commands no base coordinate
 TICK_TARGET_US = 50.0  # control tick, spatial_6link; ControlLoop tick with impedance, spatial_7dof
 RTF_TARGET = 50.0  # freeflyer sim at 1 kHz, spatial_6link
 
@@ -72,6 +77,12 @@ def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
     loop = ControlLoop(ff, maneuver, mode="floating")
     loop.start(pool.states[0])
     jref = maneuver.joint_reference(3.0)
+
+    def effort():  # the compiled path where numba is installed
+        return ct.effort(pool.next(), Mode.FLOATING, jref)
+
+    def effort_numpy():
+        return ct.effort_numpy(pool.next(), Mode.FLOATING, jref, NO_BASE)
 
     def tick():  # one mass matrix serves both, as a controller node would do it
         state = pool.next()
@@ -105,6 +116,8 @@ def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
     return [
         Case(name, RAW, raw),
         Case(name, "control tick: GJM + H*, C* + computed torque (floating)", tick),
+        Case(name, "ComputedTorque.effort (floating; compiled with numba)", effort),
+        Case(name, "ComputedTorque.effort_numpy (floating; the reference)", effort_numpy),
         Case(name, "ControlLoop.tick (wilde, floating, thrusters)", loop_tick),
         Case(name, "ControlLoop.tick (ee-point, impedance, floating, thrusters)", impedance_tick),
         Case(name, "Plant.step", lambda: plant.step(act), reset=lambda: setattr(plant, "state", pool.states[0])),
@@ -126,7 +139,6 @@ def sim_matrix(robot: str, seconds: float, compiled_seconds: float, rate: float)
     ``compiled_seconds`` simulated so that its start-up does not dominate; ``seconds`` on the
     Python engine), with the reason a run stays on the Python engine."""
     from freeflyer_control.control.maneuvers import MANEUVERS
-    from freeflyer_control.physics.modes import Mode
 
     not_covered = None
     if fast_path.available():

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 
 from freeflyer_control.control.base_control import BaseGains, base_accelerations
 from freeflyer_control.control.effort import ControlEffort
@@ -69,10 +70,35 @@ class ComputedTorque:
         fastpath.warm("reduced")  # compile (first use) or load it now, not on a tick
         self.kp, self.kd = gains.arrays(len(model.arm_joint_names))
         self.base_gains = base_gains
-        self.last_dynamics: ReducedDynamics | None = None
+        self.last_dynamics: ReducedDynamics | None = None   # the NumPy path's last H*, C*
         # Index maps used every tick, computed once: arm and wheel joints among the joints.
         self._arm_rel = model.arm_v_indices - model.nb
         self._wheel_rel = model.wheel_v_indices - model.nb
+        # The compiled path (control.kernels.computed_torque.CompiledTorque), built at its first
+        # use or here; False where the kernels do not cover the model.
+        self._compiled = None
+        if fastpath.kernels() is not None and fastpath.warming():
+            self._warm()
+
+    def _compiled_torque(self):
+        """The compiled path's object (built once), or False where the kernels do not cover
+        the model's joints."""
+        if self._compiled is None:
+            from freeflyer_control.control.kernels.computed_torque import CompiledTorque
+
+            self._compiled = fastpath.covered(lambda: CompiledTorque(self.model, self.kp, self.kd),
+                                              "computed torque", self.model.name)
+        return self._compiled
+
+    def _warm(self) -> None:
+        """Compile (first use) or load the compiled path now, not on a tick: one call at the
+        neutral configuration."""
+        compiled = self._compiled_torque()
+        if compiled:
+            na = self.kp.size
+            zero = np.zeros(na)
+            compiled.effort(pin.neutral(self.model.model), np.zeros(self.model.model.nv), Mode.FLOATING,
+                            zero, zero, zero, np.zeros(0))
 
     def effort(
         self,
@@ -86,7 +112,33 @@ class ComputedTorque:
         """The effort that tracks ``joint_ref`` (and ``base_ref`` for commanded base DOFs).
 
         ``M``: the mass matrix at ``state.q`` if the caller already has it (e.g. for the GJM).
+
+        With numba (``physics.fastpath``) one compiled call computes M, b and the law
+        (``control.kernels.computed_torque.joint_space_effort``: the same reduced dynamics, by
+        the Cholesky route of the compiled engine, and the same wheel solve); else the NumPy /
+        Pinocchio expressions below, the reference. The two agree to round-off
+        (test/test_compiled_torque.py). ``M`` given, or a mode the kernels do not solve
+        (rotation-floating with more or fewer wheels than attitude axes), takes the reference.
         """
+        ff = self.model
+        part = base_partition(ff.base, mode)
+        nc = part.commanded.size
+        if nc and base_ref is None:
+            raise ValueError(f"mode {mode.value} commands base DOFs: give a base reference")
+        u_base = base_accelerations(ff, state, base_ref, self.base_gains, part) if nc else _NO_BASE
+        if M is None and fastpath.kernels() is not None:
+            compiled = self._compiled_torque()
+            if compiled and compiled.covers(mode):
+                arm, wheels, wrench = compiled.effort(state.q, state.v, mode, joint_ref.position, joint_ref.velocity,
+                                                      joint_ref.acceleration, u_base)
+                return ControlEffort(arm, wheels, wrench)
+        return self.effort_numpy(state, mode, joint_ref, u_base, M=M)
+
+    def effort_numpy(self, state: State, mode: Mode, joint_ref: JointReference, u_base: np.ndarray, *,
+                     M: np.ndarray | None = None) -> ControlEffort:
+        """:meth:`effort` through the NumPy / Pinocchio expressions below whatever numba offers
+        (the reference), from the commanded base coordinates' desired accelerations ``u_base``
+        (world axes; empty in modes that command none)."""
         ff = self.model
         arm = ff.arm_v_indices
         q_arm = joint_positions(ff, state.q)[self._arm_rel]
@@ -94,9 +146,6 @@ class ComputedTorque:
                  + self.kp * (joint_ref.position - q_arm))
         part = base_partition(ff.base, mode)
         nc = part.commanded.size
-        if nc and base_ref is None:
-            raise ValueError(f"mode {mode.value} commands base DOFs: give a base reference")
-        u_base = base_accelerations(ff, state, base_ref, self.base_gains, part) if nc else np.zeros(0)
 
         wrench = np.zeros(ff.nb)
         if mode is not Mode.ROTATION_FLOATING:
@@ -147,6 +196,9 @@ def rotation_floating_forces(
         forces = hybrid_dynamics(H, C, acc, unknown=free, known_force_rows=free, force=force)
     return forces
 
+
+_NO_BASE = np.zeros(0)   # u_base in modes that command no base coordinate
+_NO_BASE.flags.writeable = False
 
 # The commanded attitude rows of rotation-floating: (wz) planar, (wx, wy, wz) spatial.
 _ATTITUDE_ROWS = {n: np.arange(n) for n in (1, 3)}

@@ -177,13 +177,9 @@ class ResolvedRate:
         the model's joints."""
         if self._compiled is None:
             from freeflyer_control.control.kernels.resolved_rate import CompiledRates
-            from freeflyer_control.physics.kernels.arrays import NotCovered
 
-            try:
-                self._compiled = CompiledRates(self.model, self.gains, self.rate_limit)
-            except NotCovered as exc:
-                log.info("resolved rate runs on NumPy for robot '%s': %s", self.model.name, exc)
-                self._compiled = False
+            self._compiled = fastpath.covered(lambda: CompiledRates(self.model, self.gains, self.rate_limit),
+                                              "resolved rate", self.model.name)
         return self._compiled
 
     def joint_rates(self, state: State, mode: Mode, targets: Sequence[TaskReference]) -> ResolvedRateResult:

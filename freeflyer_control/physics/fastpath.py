@@ -89,6 +89,19 @@ def cached_plan(cache: dict, key: tuple, ff: object, build):
     return plan
 
 
+def covered(build, what: str, robot: str):
+    """``build()``, the compiled path's object of a per-robot law (e.g. CompiledRates), or False
+    where the kernels do not implement the robot's joints (``NotCovered``: logged at info level,
+    "<what> runs on NumPy for robot ..."; the caller keeps its NumPy path)."""
+    from freeflyer_control.physics.kernels.arrays import NotCovered
+
+    try:
+        return build()
+    except NotCovered as exc:
+        log.info("%s runs on NumPy for robot '%s': %s", what, robot, exc)
+        return False
+
+
 def _load():
     global _kernels
     if os.environ.get("FREEFLYER_NUMBA", "1").strip() == "0":

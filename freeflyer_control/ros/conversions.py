@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics.linalg import all_finite
 from freeflyer_control.physics.state import (
     State,
     assembled_state,
@@ -60,7 +61,7 @@ def finite_array(values: Sequence[float], what: str, size: int | None = None) ->
     arr = np.asarray(values, dtype=float).reshape(-1)
     if size is not None and arr.size != size:
         raise MessageError("size", f"{what} has {arr.size} entries, expected {size}")
-    if not np.isfinite(arr).all():  # the method: np.all's dispatch costs a microsecond a call
+    if not all_finite(arr):  # ~0.3 us; np.isfinite(arr).all() ~1.3 us, 5 calls a lockstep period
         bad = [i for i, x in enumerate(arr) if not np.isfinite(x)]
         raise MessageError("nan", f"{what} has NaN/Inf at index {bad}")
     return arr

@@ -48,9 +48,12 @@ from freeflyer_control.physics.actuators import limit_wrench_into
 from freeflyer_control.physics.kernels.reduced import reduced_columns_into, reduced_effort_into, reduced_workspace
 from freeflyer_control.physics.kernels.rigid_body import (
     _JIT,
+    arm_positions,
     base_map_from_rotation,
     base_rotation,
     log3,
+    mass_and_bias,
+    workspace_views,
 )
 
 ROTATION_FLOATING = 1
@@ -157,14 +160,25 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
     desired accelerations (arm order, rad/s^2). layout: ``physics.kernels.reduced.reduced_layout`` of
     the mode's H*, C* (``physics.reduced.reduced_plan``: wheels idle outside rotation-floating).
     ``hybrid`` None: the caller never flies rotation-floating, and numba compiles this without
-    the wheel solve.
+    the wheel solve. The base pose loop holds (p_d, R_d) (:func:`base_accelerations`); then
+    :func:`accelerations_effort`.
     """
-    Rb, acc, forces, ubase = cws[0], cws[1], cws[3], cws[4]
-    unknown, bscratch, Hbuf, rws = cws[8], cws[10], cws[11], cws[13]
+    Rb, ubase, bscratch = cws[0], cws[4], cws[10]
+    if c1 - c0:
+        base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, Rb, bscratch)
+    accelerations_effort(mode, nb, c0, c1, M, b, q, v, ubase, u_arm, arm_rel, wheel_rel, layout, wheel_limit,
+                         arm_out, wheel_out, wrench_out, cws, hybrid)
+
+
+@njit(**_JIT)
+def accelerations_effort(mode, nb, c0, c1, M, b, q, v, ubase, u_arm, arm_rel, wheel_rel, layout, wheel_limit,
+                         arm_out, wheel_out, wrench_out, cws, hybrid):
+    """:func:`mode_effort` from the desired accelerations: ubase[:c1 - c0] of the commanded base
+    coordinates (world axes, m/s^2 and rad/s^2) and u_arm (arm order, rad/s^2)."""
+    acc, forces = cws[1], cws[3]
+    unknown, Hbuf, rws = cws[8], cws[11], cws[13]
     nc = c1 - c0
     na, nw = arm_rel.shape[0], wheel_rel.shape[0]
-    if nc:
-        base_accelerations(planar, q, v, p_d, R_d, gains, c0, c1, ubase, Rb, bscratch)
     for k in range(nb):
         wrench_out[k] = 0.0
     if hybrid is not None:
@@ -185,6 +199,26 @@ def mode_effort(mode, planar, nb, c0, c1, M, b, q, v, u_arm, arm_rel, wheel_rel,
         arm_out[k] = forces[nc + k]
     for w in range(nw):
         wheel_out[w] = 0.0
+
+
+@njit(**_JIT)
+def joint_space_effort(km, ws_buf, mode, nb, c0, c1, layout, q, v, ubase, jref, kp, kd, arm_v, arm_q, arm_kind,
+                       arm_rel, wheel_rel, wheel_limit, M, b, qa, u, arm_out, wheel_out, wrench_out, cws):
+    """``ComputedTorque.effort`` from Python (:class:`CompiledTorque`): M(q) and b(q, v) of the
+    controller's model km (``rigid_body.mass_and_bias``, into M, b), the arm's desired
+    accelerations u = a_d + K_D (qdot_d - qdot) + K_P (q_d - q) from jref = (q_d, qdot_d, a_d)
+    (3, na; rad, rad/s, rad/s^2, arm order) and the gains kp, kd (1/s^2, 1/s), then
+    :func:`accelerations_effort` with the base pose loop's ubase (world axes, computed by the
+    caller). arm_v, arm_q, arm_kind: the arm joints' velocity and configuration indices and
+    kinds (``KernelModel``). qa, u (na,): scratch. ws_buf: ``rigid_body.workspace_views``' flat
+    buffer."""
+    ws, _ = workspace_views(ws_buf, km[0].shape[0], q.shape[0], v.shape[0], nb)
+    mass_and_bias(km, q, v, M, b, ws)
+    arm_positions(q, arm_q, arm_kind, qa)
+    for j in range(qa.shape[0]):
+        u[j] = (jref[2, j] + kd[j] * (jref[1, j] - v[arm_v[j]])) + kp[j] * (jref[0, j] - qa[j])
+    accelerations_effort(mode, nb, c0, c1, M, b, q, v, ubase, u, arm_rel, wheel_rel, layout, wheel_limit,
+                         arm_out, wheel_out, wrench_out, cws, ubase)
 
 
 @njit(**_JIT)
@@ -299,3 +333,74 @@ def world_to_local(planar, q, w, Rb, T, out, add):
         for c in range(w.shape[0]):
             s += T[r, c] * w[c]
         out[r] = s
+
+
+class CompiledTorque:
+    """:func:`joint_space_effort` for one controller model and its joint gains: the arrays it
+    reads, built once, filled per call (``ComputedTorque.effort``'s compiled path; every array
+    keeps one type, so that the kernel compiles once for every mode).
+
+    Rotation-floating with as many wheels as attitude axes solves for the wheels as
+    ``rotation_floating_forces`` does (square); with another number it is a least-squares solve
+    the kernels do not implement, and :meth:`covers` says False (the caller keeps the NumPy path).
+
+    Raises:
+        NotCovered: a joint type the kernels do not implement.
+    """
+
+    def __init__(self, ff, kp: np.ndarray, kd: np.ndarray):
+        # Imported here: a kernel module must not import arrays.py (and physics.reduced) at
+        # module level (the kernel cache would have to fingerprint them).
+        from freeflyer_control.physics.kernels import reduced as PC
+        from freeflyer_control.physics.kernels.arrays import kernel_model
+        from freeflyer_control.physics.kernels.rigid_body import workspace
+        from freeflyer_control.physics.modes import Mode, base_partition
+        from freeflyer_control.physics.reduced import reduced_plan
+
+        km = kernel_model(ff)
+        nb, nv, na, nw = km.nb, km.nv, km.arm_v.size, km.wheel_v.size
+        self.km, self.nb = km.arrays(), nb
+        self.ws_buf = np.zeros(sum(a.size for a in workspace(km.jint.shape[0], km.nq, nv, nb)))
+        self.M, self.b = np.zeros((nv, nv)), np.zeros(nv)
+        self.cws = control_workspace(nv, nb)
+        attitude_axes = 1 if ff.base == "planar" else 3
+        self.plans = {}   # mode -> (code, c0, c1, layout of H*, C*)
+        for code, mode in enumerate(Mode):
+            if mode is Mode.ROTATION_FLOATING and nw != attitude_axes:
+                continue
+            c = base_partition(ff.base, mode).commanded_slice
+            layout = reduced_plan(PC, ff, mode, mode is not Mode.ROTATION_FLOATING).layout
+            self.plans[mode] = (code, c.start, c.stop, layout)
+        self.arm = (km.arm_v, km.arm_q, km.arm_kind, km.arm_v - nb, km.wheel_v - nb)
+        self.wheel_limit = np.ascontiguousarray(ff.wheel_max_torques, dtype=float).reshape(-1)
+        self.kp = np.ascontiguousarray(kp, dtype=float)
+        self.kd = np.ascontiguousarray(kd, dtype=float)
+        self.jref, self.ubase = np.zeros((3, na)), np.zeros(nb)
+        self.qa, self.u = np.zeros(na), np.zeros(na)
+        self.q, self.v = np.zeros(km.nq), np.zeros(nv)
+        self.sizes = (na, nw, nb)
+
+    def covers(self, mode) -> bool:
+        """Whether :meth:`effort` computes ``mode`` (a Mode)."""
+        return mode in self.plans
+
+    def effort(self, q: np.ndarray, v: np.ndarray, mode, position: np.ndarray, velocity: np.ndarray,
+               acceleration: np.ndarray, u_base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(arm torques N m, wheel torques N m, base wrench world axes) of computed torque at
+        (q, v) in ``mode`` (covered) on the arm reference (arm order: rad, rad/s, rad/s^2) and
+        the commanded base coordinates' desired accelerations ``u_base`` (world axes). Fresh
+        arrays."""
+        code, c0, c1, layout = self.plans[mode]
+        jref = self.jref
+        jref[0], jref[1], jref[2] = position, velocity, acceleration
+        if c1 > c0:
+            self.ubase[:c1 - c0] = u_base
+        self.q[:] = q
+        self.v[:] = v
+        na, nw, nb = self.sizes
+        arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
+        arm_v, arm_q, arm_kind, arm_rel, wheel_rel = self.arm
+        joint_space_effort(self.km, self.ws_buf, code, nb, c0, c1, layout, self.q, self.v, self.ubase, jref, self.kp,
+                           self.kd, arm_v, arm_q, arm_kind, arm_rel, wheel_rel, self.wheel_limit, self.M, self.b,
+                           self.qa, self.u, arm, wheels, wrench, self.cws)
+        return arm, wheels, wrench
