@@ -285,6 +285,9 @@ def _one_run(args, env, probe, executor, rate, loop, source=REPO, label=""):
             executor.spin_once(timeout_sec=0.05)
     finally:
         _stop(procs)
+    # The emulated machine's speed moves from minute to minute (the VM's own does): measured
+    # again just after the run, in a group of the nodes' share.
+    emulated = args.slow.calibrate(3) if args.slow is not None else None
     js_log, cmd_log = probe.js_log, probe.cmd_log
     cpu = [f"{100 * (b - a) / (cpu1[1] - cpu0[1]):.0f}" if a is not None and b is not None else "-"
            for a, b in zip(cpu0[0], cpu1[0])]
@@ -355,13 +358,23 @@ def _one_run(args, env, probe, executor, rate, loop, source=REPO, label=""):
     cpu_per_period = {module: (b - a) * 1e6 / max(periods.get(module, len(stamps)), 1)
                       for (module, _), a, b in zip(LOOPS[loop], cpu0[0], cpu1[0]) if a is not None and b is not None}
     _print_costs(probe.costs, t_measure, t_end_ns, period, cpu_per_period, loop)
+    quota = "-"
+    if emulated is not None:
+        # What decides whether a period is served: the node's CPU per period against the CPU its
+        # group may use in a period (share x period).
+        budget_us = args.slow.share * period * 1e6
+        quota = " + ".join(f"{v / budget_us:.2f}" for v in cpu_per_period.values())
+        print(f"emulated machine just after the run: sum(range(10**7)) takes {emulated:.3f} s in a node's "
+              f"group (the issue's slower machine: 0.39 s); CPU per period / the group's CPU per period "
+              f"({budget_us:.0f} us): {quota}")
     p50, p99 = (f"{np.percentile(loop_lat, q) * 1e3:.2f}" if len(loop_lat) else "-" for q in (50, 99))
     p99_pub = f"{np.percentile(loop_pub, 99) * 1e3:.2f}" if len(loop_pub) else "-"
     n = max(len(counts), 1)
     return (name, f"{rate:g}", f"{load_before[0]:.2f}", f"{100 * missed_plant / expected:.2f}",
             f"{100 * missed_ctrl / expected:.2f}", f"{100 * no_new / n:.2f} / {100 * no_new_pub / n:.2f}",
             p50, p99, p99_pub, cpu_text,
-            " + ".join(f"{v:.0f}" for v in cpu_per_period.values()))
+            " + ".join(f"{v:.0f}" for v in cpu_per_period.values()),
+            f"{emulated:.3f}" if emulated is not None else "-", quota)
 
 
 COST_PREFIX = "period_us."
@@ -438,9 +451,12 @@ def _print_table(head, rows):
 def _print_summary(summary):
     print("\nSummary (one invocation, runs one after the other; load average before each run):")
     print("(no new command: at the probe / on publish times; latency: state publish -> the answer the "
-          "probe received, p99 also on publish times)")
+          "probe received, p99 also on publish times; with --cpu-share / --slow-machine, emulated s: "
+          "sum(range(10**7)) in a node's group just after the run, and CPU / quota: the node's CPU per "
+          "period over what its group may use in a period)")
     _print_table(("loop", "Hz", "load", "plant missed %", "controller missed %", "no new command %",
-                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core", "CPU us / period"),
+                  "latency p50 ms", "p99 ms", "p99 ms, publish", "CPU, % of one core", "CPU us / period",
+                  "emulated s", "CPU / quota"),
                  summary)
 
 
