@@ -12,7 +12,15 @@ two of its periods other processes run).
 ``--compare DIR`` measures another checkout (e.g. a ``git worktree`` of main) beside this one:
 child processes of each, alternating, so that before and after see the same machine.
 
+``--paced`` runs the periods on the node's schedule (each at its time on the monotonic clock,
+sleeping in between, a late one at once) instead of back to back: between two periods the
+caches go to whatever else runs, as in the node. ``--cpu-share F`` (root) runs each child in a
+CPU bandwidth group of F of a core (bench/slow_cpu.py, the emulated slower machine of
+bench_ros_loop.py) and times ``sum(range(10**7))`` in such a group before and after: what the
+node's own Python and compiled work cost on that machine, without ROS.
+
     python bench/bench_lockstep.py [--robot planar_4link] [--rate 500] [--compare DIR]
+    python bench/bench_lockstep.py --paced --cpu-share 0.37 [--compare DIR]   # root
 
 Prints one table: per source, the median over rounds of each stage's CPU per period (us). This
 is a benchmark, not a test.
@@ -34,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 STAGES = ("step", "measurement", "handover", "tick", "command")
 
 
-def child(robot: str, rate: float, rounds: int, periods: int) -> dict[str, list[float]]:
+def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = False) -> dict[str, list[float]]:
     """Per round, each stage's mean CPU per period (us) and the whole period's, in this process
     (imports the freeflyer_control on sys.path: this checkout, or the one --compare names)."""
     import pinocchio as pin
@@ -57,10 +65,15 @@ def child(robot: str, rate: float, rounds: int, periods: int) -> dict[str, list[
     target = data.oMf[ff.frame_id(ee)].translation + np.array([0.05, -0.03, 0.0])
     clock = time.thread_time_ns
     k = 0
+    start = time.monotonic()
 
     def periods_of(n: int, sums: dict[str, int] | None) -> None:
         nonlocal k
         for _ in range(n):
+            if paced:  # sim_loop_node's schedule
+                delay = start + k * dt - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
             now = k * dt
             if k == 2:
                 controller.set_ee_target(ee, target, None)
@@ -99,11 +112,40 @@ def main(argv=None) -> int:
     parser.add_argument("--alternations", type=int, default=4, help="child processes per source")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per child process")
     parser.add_argument("--periods", type=int, default=400, help="periods per round")
+    parser.add_argument("--paced", action="store_true", help="periods on the node's schedule, sleeping between them")
+    parser.add_argument("--cpu-share", type=float, default=None, metavar="F",
+                        help="each child in a CPU bandwidth group of F of a core (root; bench/slow_cpu.py)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.robot, args.rate, args.rounds, args.periods)))
+        print(json.dumps(child(args.robot, args.rate, args.rounds, args.periods, args.paced)))
         return 0
+    if args.cpu_share is None:
+        return measure(args, subprocess.run)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from slow_cpu import CALIBRATION, SlowCpu, SlowCpuError
+
+    try:
+        with SlowCpu(args.cpu_share) as slow:
+            print(f"each child limited to {slow.share:g} of a core (CFS quota {slow.quota_us} us every "
+                  f"{slow.period_us} us); {CALIBRATION} in such a group: {slow.calibrate(3):.3f} s before")
+
+            def run(cmd, **kwargs):
+                kwargs.pop("capture_output")
+                timeout = kwargs.pop("timeout")
+                proc = slow.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+                out, err = proc.communicate(timeout=timeout)
+                return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+            code = measure(args, run)
+            print(f"{CALIBRATION} in such a group after: {slow.calibrate(3):.3f} s")
+            return code
+    except SlowCpuError as exc:
+        parser.error(f"--cpu-share: {exc}")
+
+
+def measure(args, run) -> int:
+    """The alternating child processes (``run``: subprocess.run's signature) and the table."""
     sources = [("before", Path(args.compare).resolve()), ("after", REPO)] if args.compare else [("", REPO)]
     results: dict[str, dict[str, list[float]]] = {label: {} for label, _ in sources}
     for _ in range(args.alternations):
@@ -111,14 +153,18 @@ def main(argv=None) -> int:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--robot", args.robot,
                    "--rate", str(args.rate), "--rounds", str(args.rounds), "--periods", str(args.periods)]
-            run = subprocess.run(cmd, env=env, cwd=str(source), capture_output=True, text=True, timeout=1800)
-            if run.returncode != 0:
-                print(f"{source}: the child process failed:\n{run.stderr}", file=sys.stderr)
+            cmd += ["--paced"] if args.paced else []
+            done = run(cmd, env=env, cwd=str(source), capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                print(f"{source}: the child process failed:\n{done.stderr}", file=sys.stderr)
                 return 1
-            rows = json.loads(run.stdout.strip().splitlines()[-1])
+            rows = json.loads(done.stdout.strip().splitlines()[-1])
             for name, values in rows.items():
                 results[label].setdefault(name, []).extend(values)
-    print(f"lockstep period in process: {args.robot} at {args.rate:g} Hz, end-effector target; CPU per period, us, "
+    how = "paced at the rate" if args.paced else "back to back"
+    share = f", each child at {args.cpu_share:g} of a core" if args.cpu_share is not None else ""
+    print(f"lockstep period in process ({how}{share}): {args.robot} at {args.rate:g} Hz, end-effector target; "
+          "CPU per period, us, "
           f"median of {args.alternations * args.rounds} rounds of {args.periods} periods "
           f"(load average {os.getloadavg()[0]:.2f} at the end)")
     labels = [label for label, _ in sources]
