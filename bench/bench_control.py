@@ -55,6 +55,7 @@ from freeflyer_control.control.loop import ControlLoop  # noqa: E402
 from freeflyer_control.control.maneuvers import make_maneuver  # noqa: E402
 from freeflyer_control.model import load_robot  # noqa: E402
 from freeflyer_control.physics.dynamics import mass_matrix  # noqa: E402
+from freeflyer_control.physics.actuators import Actuation  # noqa: E402
 from freeflyer_control.physics.gjm import generalized_jacobian  # noqa: E402
 from freeflyer_control.physics.modes import Mode  # noqa: E402
 from freeflyer_control.physics.plant import Plant  # noqa: E402
@@ -91,7 +92,11 @@ def control_cases(name: str, rng: np.random.Generator) -> list[Case]:
         return ct.effort(state, "floating", jref, M=M)
 
     plant = Plant(ff, pool.states[0], 1e-3)
-    act = random_actuation(ff, rng)
+    # A fiftieth of random_actuation's half effort limits: a batch of 200 steps in a row at
+    # half the limits spins spatial_6link's light wrist past the divergence bound (100 rad/s)
+    # within 50 ms. The step's cost does not depend on the commands' size.
+    busy = random_actuation(ff, rng)
+    act = Actuation(0.02 * busy.arm_torques, 0.02 * busy.wheel_torques, 0.02 * busy.thruster_forces)
     t = [0.0]
 
     def loop_tick():
@@ -208,9 +213,9 @@ def main(argv=None) -> int:
     print()
     tick = next((r for r in rows if r[0] == "spatial_6link" and r[1].startswith("control tick")), None)
     if tick is not None:
-        print(f"control tick spatial_6link median {tick[2]:.1f} us (target <= {TICK_TARGET_US:g} us): "
-              f"{'PASS' if tick[2] <= TICK_TARGET_US else 'FAIL'}")
-    by_name = {(r[0], r[1]): r[2] for r in rows}
+        print(f"control tick spatial_6link median {tick[3]:.1f} us (target <= {TICK_TARGET_US:g} us): "
+              f"{'PASS' if tick[3] <= TICK_TARGET_US else 'FAIL'}")
+    by_name = {(r[0], r[1]): r[3] for r in rows}   # (robot, quantity, path, median, p90, ratio)
     impedance = by_name.get(("spatial_7dof", "ControlLoop.tick (ee-point, impedance, floating, thrusters)"))
     if impedance is not None:  # issue 12: the impedance tick within the control-tick budget
         ct = by_name[("spatial_7dof", "ControlLoop.tick (wilde, floating, thrusters)")]

@@ -32,6 +32,7 @@ from freeflyer_control.physics.kernels import reduced as physics_compiled
 from freeflyer_control.physics.state import (
     State, base_rotation_into, rotation_from_xyzw, world_to_local_base_map_into)
 from freeflyer_control.control.kernels import computed_torque as CK
+from freeflyer_control.physics.kernels import actuators as KA
 from freeflyer_control.physics.kernels import rigid_body as K
 from freeflyer_control.physics.kernels.arrays import NotCovered, kernel_model
 from freeflyer_control.sim.fast.runner import (
@@ -147,7 +148,7 @@ def test_compiled_generalized_forces_are_the_actuator_maps(name):
         if i % 7 == 0:
             wrench *= 1e200  # the overflow guard of _clip_norm
         expected = generalized_forces(ff, q, Actuation(arm, wheels, thrust, wrench), v)
-        CK.generalized_forces(km.planar, nb, q, v, arm, wheels, thrust, wrench.copy(), km.arm_v, km.effort,
+        KA.generalized_forces(km.planar, nb, q, v, arm, wheels, thrust, wrench.copy(), km.arm_v, km.effort,
                               km.wheel_v, limits, speeds, B, umax, max_force, max_torque, np.empty((3, 3)),
                               np.empty((nb, nb)), np.empty(nb), tau)
         assert np.abs(tau - expected).max() < 1e-12 * max(1.0, np.abs(expected).max())
@@ -163,13 +164,13 @@ def test_blend_weight_has_one_definition_compiled_as_written():
 def test_rotation_base_map_wrench_bound_and_reduced_dynamics_are_physics_own_functions_compiled():
     """The compiled engine runs the physics layer's definitions, not copies: the base rotation
     and the world-to-base map of physics/state.py and the ideal-wrench bound of
-    physics/actuators.py compiled as written, and for H*, C* the very kernel
+    physics/wrench_bound.py compiled as written, and for H*, C* the very kernel
     physics.reduced.reduced_dynamics finishes with: physics.compiled.reduced_effort_into, H*
     acc + C* and columns of H* without forming H*, sits beside reduced_post (a wrapper of
     reduced_post_into) and test_compiled_post.py checks it against the NumPy H*, C*."""
     assert K.base_rotation.py_func is base_rotation_into
-    assert CK.base_map_from_rotation.py_func is world_to_local_base_map_into
-    assert CK.limit_base_wrench.py_func is limit_wrench_into
+    assert K.base_map_from_rotation.py_func is world_to_local_base_map_into
+    assert KA.limit_base_wrench.py_func is limit_wrench_into
     assert CK.reduced_effort_into is physics_compiled.reduced_effort_into
     assert "reduced_post_into(" in inspect.getsource(physics_compiled.reduced_post.py_func)
     assert not hasattr(CK, "reduced_dynamics")

@@ -146,8 +146,10 @@ def warming() -> bool:
 
 def warm(part: str) -> None:
     """Compile (or load from numba's cache) the compiled ``part`` now, not on a control tick:
-    ``"gjm"`` (the GJM post-processing) or ``"reduced"`` (H*, C*). Nothing without numba, on the
-    NumPy path, or inside :func:`deferred`."""
+    ``"gjm"`` (the GJM post-processing), ``"reduced"`` (H*, C*) or ``"saturation"`` (the
+    actuators' saturation of a period's commands, ``physics.actuators``: until it is warmed,
+    saturation stays on NumPy, so that no tick compiles it). Nothing without numba, on the NumPy
+    path, or inside :func:`deferred`."""
     if part not in _WARM_UPS:
         raise ValueError(f"kernel part '{part}' unknown; parts: {sorted(_WARM_UPS)}")
     compiled = kernels()
@@ -181,5 +183,20 @@ def _warm_reduced(compiled) -> None:
     compiled.reduced_post(M, v, v, q, layout)
 
 
-_WARM_UPS = {"gjm": _warm_gjm, "reduced": _warm_reduced}
+def _warm_saturation(compiled) -> None:
+    """As :func:`_warm_gjm`, for physics.kernels.actuators.saturated_commands."""
+    from freeflyer_control.physics.kernels.actuators import CompiledSaturation
+
+    one, none = np.ones(1), np.zeros(0)
+    sat = CompiledSaturation(True, one, one, one, one, np.zeros(1, dtype=np.int64), 1.0, 1.0, 3)
+    sat.saturate(one, one, one, np.zeros(3), np.zeros(4))
+    sat.saturate(one, one, one, none, None)
+
+
+def warmed(part: str) -> bool:
+    """Whether :func:`warm` has compiled (or loaded) ``part`` in this process."""
+    return part in _warmed
+
+
+_WARM_UPS = {"gjm": _warm_gjm, "reduced": _warm_reduced, "saturation": _warm_saturation}
 _warmed: set[str] = set()

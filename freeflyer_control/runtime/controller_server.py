@@ -46,6 +46,7 @@ from freeflyer_control.control.maneuvers import ExternalReferences, Maneuver
 from freeflyer_control.control.mode_switch import ModeSwitch
 from freeflyer_control.model.loader import FreeFlyerModel
 from freeflyer_control.model.objects import ObjectConfig
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import Actuation, mode_support, saturate
 from freeflyer_control.physics.linalg import all_finite
 from freeflyer_control.physics.modes import Mode
@@ -202,6 +203,7 @@ class ControllerServer:
         self.estop_reason = ""
         self.stats = ControllerStats()
         self._last_status = "waiting"
+        fastpath.warm("saturation")   # every tick saturates its commands: compiled now, not on a tick
         self._zero_actuation = saturate(ff, Actuation())
         self._implausible = dict.fromkeys(INPUTS + (OBJECT_INPUT,), "")  # the latest message's refusal, per input
         # The control law's clock: the node clock plus an offset that absorbs clock steps.

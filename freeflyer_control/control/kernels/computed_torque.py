@@ -18,13 +18,12 @@ What the Python path does, per tick, and where it is defined there:
   from that same definition) and ``ControlEffort.blend``;
 * the actuator map (``control/effort.py: ActuatorMapper``): the base wrench to the thrusters
   through the allocator (``control/allocation_kernel.py: allocate_forces``, compiled from that
-  same definition, which ``ThrusterAllocator`` runs too), or as an ideal wrench bounded by
-  ``physics/actuators.py: limit_wrench_into`` (compiled from that same definition) and turned to
-  base_link axes by ``physics/state.py: world_to_local_base_map_into`` (likewise); and the
-  saturation of ``physics/actuators.py: generalized_forces`` (:func:`generalized_forces`).
+  same definition, which ``ThrusterAllocator`` runs too), or as an ideal wrench bounded and
+  turned to base_link axes, and the saturation of ``physics/actuators.py: generalized_forces``:
+  ``physics/kernels/actuators.py`` (``generalized_forces``, ``world_to_local``).
 
-The base pose loop, the hybrid solve and the joint, wheel and thruster saturation are written a
-second time here, in scalar loops: their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
+The base pose loop and the hybrid solve are written a second time here, in scalar loops (the
+joint, wheel and thruster saturation in physics/kernels/actuators.py): their Python definitions are vectorised NumPy/Pinocchio (a plain-loop
 version interpreted would cost the Python path tens of microseconds a call). docs/benchmarks.md
 ("One definition, and what is written twice") says why; ``test/test_fast_modes.py`` checks every
 function here against its Python definition to round-off, and closed loops in every mode against
@@ -44,12 +43,10 @@ from numba import njit
 from numba.extending import register_jitable
 
 from freeflyer_control.control.mode_switch import blend_weight
-from freeflyer_control.physics.actuators import limit_wrench_into
 from freeflyer_control.physics.kernels.reduced import reduced_columns_into, reduced_effort_into, reduced_workspace
 from freeflyer_control.physics.kernels.rigid_body import (
     _JIT,
     arm_positions,
-    base_map_from_rotation,
     base_rotation,
     log3,
     mass_and_bias,
@@ -280,59 +277,6 @@ def control_workspace(nv, nb):
     return (np.empty((3, 3)), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nb),
             np.empty((nv, nv)), np.empty(nv), np.empty(nv, i64), np.empty(nv, i64), np.empty(nv, i64),
             (np.empty((3, 3)), np.empty(3), np.empty(6)), np.empty((nv, nv)), np.empty(nv), reduced_workspace(nv, nb))
-
-
-# The ideal-wrench bound has one definition, in physics/actuators.py; compiled here as it is.
-limit_base_wrench = njit(**_JIT)(limit_wrench_into)
-
-
-@njit(**_JIT)
-def generalized_forces(planar, nb, q, v, arm, wheels, thrust, wrench_world, arm_v, effort, wheel_v, wheel_limit,
-                       wheel_speed, B, thrust_max, max_force, max_torque, Rb, T, w, tau):
-    """tau (nv,) = ``physics.actuators.generalized_forces`` of the held commands at (q, v):
-    arm torques clipped to the effort limits, wheel torques to their limits (zero where a
-    wheel at its speed limit would be pushed faster), thruster forces to [0, thrust_max] N
-    through B (nb, n: base_link wrench per newton), the ideal base wrench (world axes)
-    bounded and turned to base_link axes. ``w`` (nb,), Rb (3, 3), T (nb, nb): scratch."""
-    for k in range(tau.shape[0]):
-        tau[k] = 0.0
-    for j in range(arm_v.shape[0]):
-        tau[arm_v[j]] = min(max(arm[j], -effort[j]), effort[j])
-    for j in range(wheel_v.shape[0]):
-        t = min(max(wheels[j], -wheel_limit[j]), wheel_limit[j])
-        speed = v[wheel_v[j]]
-        if abs(speed) >= wheel_speed[j] and t * speed > 0.0:
-            t = 0.0
-        tau[wheel_v[j]] = t
-    for j in range(thrust.shape[0]):
-        f = min(max(thrust[j], 0.0), thrust_max[j])
-        if f != 0.0:
-            for r in range(nb):
-                tau[r] += B[r, j] * f
-    any_wrench = False
-    for k in range(nb):
-        w[k] = wrench_world[k]
-        if w[k] != 0.0:
-            any_wrench = True
-    if not any_wrench:
-        return
-    limit_base_wrench(planar, w, max_force, max_torque)
-    world_to_local(planar, q, w, Rb, T, tau[:nb], True)
-
-
-@njit(**_JIT)
-def world_to_local(planar, q, w, Rb, T, out, add):
-    """out (nb,) = T(q) w, plus out's values if ``add``: ``physics.actuators.world_wrench_to_local``,
-    a base wrench about the base_link origin from world axes to base_link axes. T is
-    ``physics.state.world_to_local_base_map`` (its plain function, compiled as is, into the
-    scratch T (nb, nb); Rb (3, 3): scratch). out must not be w."""
-    base_rotation(planar, q, Rb)
-    base_map_from_rotation(planar, Rb, T)
-    for r in range(out.shape[0]):
-        s = out[r] if add else 0.0
-        for c in range(w.shape[0]):
-            s += T[r, c] * w[c]
-        out[r] = s
 
 
 class CompiledTorque:

@@ -43,6 +43,7 @@ KERNEL_SOURCES = (
     "physics/kernels/divergence.py",
     "physics/kernels/reduced.py",
     "physics/kernels/operational_space.py",
+    "physics/kernels/actuators.py",
     "control/kernels/computed_torque.py",
     "control/kernels/resolved_rate.py",
     "control/kernels/allocation.py",
@@ -55,7 +56,7 @@ KERNEL_SOURCES = (
     "control/mode_switch.py",
     "control/damping.py",
     "physics/state.py",
-    "physics/actuators.py",
+    "physics/wrench_bound.py",
     "physics/energy_balance.py",
     "physics/base_invariant/tree.py",
 )

@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from freeflyer_control.model.loader import FreeFlyerModel
+from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import Actuation, generalized_forces
 from freeflyer_control.physics.kernels import compile_warning
 from freeflyer_control.physics.contact import WallContact
@@ -155,6 +156,7 @@ def make_plant(ff: FreeFlyerModel, state: State, dt: float, *, compiled: bool | 
         plant = CompiledPlant(ff, state, dt)
         with compile_warning("the plant step", _log):
             plant.step(tau=np.zeros(ff.model.nv))   # compiles, or loads numba's cache
+            fastpath.warm("saturation")   # the commands' saturation every step (physics.actuators)
     except NotCovered as exc:
         if compiled:
             raise

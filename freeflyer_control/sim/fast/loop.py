@@ -22,11 +22,10 @@ from freeflyer_control.control.kernels.computed_torque import (
     BASE_THRUSTERS,
     blend_weight_compiled,
     control_workspace,
-    generalized_forces,
     mode_effort,
-    world_to_local,
 )
 from freeflyer_control.control.kernels.references import wilde_reference
+from freeflyer_control.physics.kernels.actuators import generalized_forces, world_to_local
 from freeflyer_control.physics.kernels.divergence import STEPPING, step_check
 from freeflyer_control.physics.kernels.rigid_body import (
     _NO_NRT,
