@@ -123,7 +123,7 @@ class CompiledSaturation:
         na, nw, nt, nb = self.sizes
         vec = self._vector
         if not (vec(arm, na) and vec(wheels, nw) and vec(thrust, nt)
-                and (vec(wrench, nb) or (type(wrench) is np.ndarray and wrench.size == 0))):  # (none: no wrench)
+                and (vec(wrench, nb) or (type(wrench) is np.ndarray and wrench.size == 0))):  # empty: none
             return None
         if v is None:
             v = self.no_v
@@ -137,8 +137,6 @@ class CompiledSaturation:
         if code == NOT_FINITE:
             return None
         return arm_out, wheels_out, thrust_out, (wrench_out if code else None)
-
-
 
 
 @njit(**_JIT)
