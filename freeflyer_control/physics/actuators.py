@@ -179,7 +179,7 @@ def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
 
     A period's own commands (float64 vectors of the robot's sizes, all finite) take one compiled
     call where numba is installed (``physics.kernels.actuators.saturated_commands``: the same
-    clips, the same bits; ~3 us against ~10 here); anything else, and the reference, the NumPy
+    clips, the same bits; ~4 us against ~10 here); anything else, and the reference, the NumPy
     expressions below."""
     compiled = _compiled_saturation(ff)
     if compiled is not None:

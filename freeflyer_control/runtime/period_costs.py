@@ -13,8 +13,9 @@ thread figures are left out).
 
 The stages are timed on one period in :data:`SAMPLE_EVERY`, and their figures are means over
 those periods. Reading a thread's CPU clock is a system call. On this project's 2-core VM it
-costs 0.6 us in a tight loop, and a py-spy profile of sim_loop_node put 9 % of the loop thread's
-busy samples in the ~9 readings of every period. The thread figures are read once per window, so they stay exact.
+costs 0.6 us in a tight loop, and a py-spy profile of sim_loop_node put 9 % of the loop
+thread's busy samples in the ~9 readings of every period. The thread figures are read once per
+window, so they stay exact.
 
 The node publishes the window on /diagnostics (``period_us.<stage>``); bench/bench_ros_loop.py
 prints it beside the loop's rates.

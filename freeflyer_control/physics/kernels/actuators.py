@@ -5,7 +5,7 @@ commands, in scalar loops.
   effort limits, the wheel torques to their limits and to zero where a wheel at its speed limit
   would be pushed faster, the thrusters to [0, max force], the ideal base wrench bounded). Every
   control tick and every plant step saturates its commands (the controller what it publishes,
-  the plant what it applies): on 2-12 entries NumPy's calls cost ~10 us a time, this ~3.
+  the plant what it applies): on 2-12 entries NumPy's calls cost ~10 us a time, this ~4.
   ``physics.actuators`` calls it through :class:`CompiledSaturation` where numba is installed;
   its NumPy expressions stay the reference, and the path for anything but a period's own
   commands (lists, wrong sizes, non-finite entries: they get its errors).
@@ -109,11 +109,11 @@ class CompiledSaturation:
         self.no_wrench = np.zeros(nb)
         self._float = np.dtype(float)
 
-    def _vector(self, x, n: int) -> bool:
-        # numba types a read-only or strided array apart: it would compile anew, on a tick
-        flags = x.flags if type(x) is np.ndarray else None
-        return (flags is not None and x.shape == (n,) and x.dtype == self._float and flags.c_contiguous
-                and flags.writeable)
+    def _floats(self, x) -> bool:
+        """x is a writeable, contiguous float64 vector: numba types a read-only or strided
+        array apart, and would compile anew, on a tick."""
+        return (type(x) is np.ndarray and x.ndim == 1 and x.dtype == self._float and x.flags.c_contiguous
+                and x.flags.writeable)
 
     def saturate(self, arm, wheels, thrust, wrench, v):
         """(arm, wheels, thrust, wrench or None) as ``physics.actuators`` saturates them, in
@@ -121,13 +121,13 @@ class CompiledSaturation:
         takes them: conversions, sizes, its errors), or hold a non-finite entry. wrench may be
         empty (no ideal base wrench); v: the velocity (nv,) or None."""
         na, nw, nt, nb = self.sizes
-        vec = self._vector
-        if not (vec(arm, na) and vec(wheels, nw) and vec(thrust, nt)
-                and (vec(wrench, nb) or (type(wrench) is np.ndarray and wrench.size == 0))):  # empty: none
+        own = self._floats
+        if not (own(arm) and own(wheels) and own(thrust) and own(wrench)
+                and (arm.size, wheels.size, thrust.size) == (na, nw, nt) and wrench.size in (0, nb)):
             return None
         if v is None:
             v = self.no_v
-        elif not self._vector(v, v.shape[0] if type(v) is np.ndarray and v.ndim == 1 else -1):
+        elif not own(v):
             return None
         arm_out, wheels_out, thrust_out, wrench_out = np.empty(na), np.empty(nw), np.empty(nt), np.empty(nb)
         effort, wheel_limit, wheel_speed, thrust_max, max_force, max_torque = self.limits
