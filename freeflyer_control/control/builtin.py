@@ -119,6 +119,10 @@ class BuiltinLaw(ControlLaw):
     def prepare(self, model) -> None:
         super().prepare(model)  # the compiled H*, C*, GJM now, not inside a run-time switch
         self._bind(model)
+        # A servo built here loads the computed-torque kernel (ComputedTorque warms it), so the
+        # first tick does not: that load took 43 ms of the first period here (~120 ms on the
+        # issue-22 slower machine), and a machine's first use compiles it for ~20 s.
+        self.ct = ComputedTorque(model, self._servo_gains(), self.base_gains)
 
     def reset(self, context: LawContext) -> None:
         self._bind(context.model)

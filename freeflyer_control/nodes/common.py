@@ -6,6 +6,7 @@ rclpy and the message packages are imported here and in the node modules only (D
 from __future__ import annotations
 
 import array
+import gc
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -359,6 +360,16 @@ class OrderedExecutor(SingleThreadedExecutor):
         return sorted(super().get_nodes(), key=lambda node: self._rank(node.get_name()))
 
 
+def freeze_startup_heap() -> None:
+    """Move the objects start-up made (modules, models, message types, loaded kernels: ~160 000
+    in a lockstep node) out of the garbage collector's sight, so no collection in the loop walks
+    them. A full collection of that heap took 50 ms here (~135 ms measured in sim_loop_node on
+    issue 22's slower machine, 30-100 ms in testbed_graph), longer than a period and than a
+    bridge's command timeout; frozen, it walks only what the loop made since."""
+    gc.collect()
+    gc.freeze()
+
+
 def spin_node(factory: Callable[[], Node], args=None) -> None:
     """Create the node, spin it, and shut down cleanly on Ctrl-C or an external shutdown. A
     StartupError (already logged) ends the process with exit code 1 and no traceback."""
@@ -374,7 +385,8 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
     single-threaded executor (their callbacks never run concurrently). ``prepare(nodes)`` runs
     once they all exist, before the first callback; ``finish(nodes)`` after the last, before
     they are destroyed (if ``prepare`` was called); ``spin(executor)`` replaces
-    ``executor.spin()`` (sim_loop_node drives its own periods); ``rank`` orders the nodes whose
+    ``executor.spin()`` (sim_loop_node drives its own periods), after the start-up heap is
+    frozen (:func:`freeze_startup_heap`); ``rank`` orders the nodes whose
     callbacks are ready in one wake-up (:class:`OrderedExecutor`). Without ``spin``, a process of
     one node that has a ``period_loop`` (nodes.loop.PeriodLoop) runs it, the executor serving the
     node's other callbacks in a thread of its own. A StartupError of any of them (already logged)
@@ -392,6 +404,7 @@ def spin_nodes(factories: Sequence[Callable[[], Node]], args=None,
         prepared = True   # finish undoes what prepare did, even if it was interrupted
         if prepare is not None:
             prepare(nodes)
+        freeze_startup_heap()
         if spin is None:
             loop = getattr(nodes[0], "period_loop", None) if len(nodes) == 1 else None
             costs = [node.costs for node in nodes if hasattr(node, "costs")]

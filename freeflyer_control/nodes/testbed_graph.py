@@ -24,7 +24,6 @@ publishers and subscriptions are left out of the executor's wait set (see
 
 from __future__ import annotations
 
-import gc
 import time
 
 from rclpy.event_handler import EventHandler
@@ -83,13 +82,9 @@ def restore_qos_event_handlers(nodes: list[Node]) -> None:
 
 
 def prepare(nodes: list[Node]) -> None:
-    """Before the first callback: the QoS event handlers out of the wait set; the start-up's
-    objects (modules, models, message types: most of the heap) moved out of the garbage
-    collector's sight, so that no collection in the loop walks them (a full one took 30-100 ms
-    here, more than any watchdog margin); then the timers phased."""
+    """Before the first callback: the QoS event handlers out of the wait set, then the timers
+    phased (spin_nodes then freezes the start-up heap, as for every node)."""
     drop_qos_event_handlers(nodes)
-    gc.collect()
-    gc.freeze()
     phase_timers(nodes)
 
 
