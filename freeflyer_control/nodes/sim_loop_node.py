@@ -38,6 +38,7 @@ from freeflyer_control.nodes.loop import CallbackThread
 from freeflyer_control.nodes.plant_node import PlantNode
 from freeflyer_control.runtime.lockstep import LockstepLoop
 from freeflyer_control.runtime.period_costs import CALLBACK_THREAD, LOOP_THREAD, PeriodCosts
+from freeflyer_control.runtime.schedule import PeriodSchedule
 
 
 # The executor rebuilds its wait set (every subscription, service, timer and QoS event of both
@@ -45,16 +46,16 @@ from freeflyer_control.runtime.period_costs import CALLBACK_THREAD, LOOP_THREAD,
 # the periods are not executor timers: this loop schedules them itself, and the executor waits
 # for the other callbacks (parameters, services, references, e-stop, diagnostics) in a thread of
 # its own, each callback under the lock a period holds, so no callback races a period.
-MAX_LAG = 0.05       # s behind schedule that is caught up; a longer stall restarts the schedule
+
 # One period's stages, in order (runtime.period_costs), on plant_node's /diagnostics.
 STAGES = ("step", "measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs",
           "command_publish")
 
 
 class LockstepDriver:
-    """The lockstep loop's schedule: periods at the plant's rate on the monotonic clock, a
-    late period run at once (the simulation keeps wall-clock time through short stalls), the
-    executor's ready callbacks between periods."""
+    """The lockstep loop: periods at the plant's rate on the monotonic clock (a late period run
+    at once, the lag bounded: runtime.schedule.PeriodSchedule), the executor's ready callbacks
+    between periods."""
 
     def __init__(self, plant: PlantNode, controller: ControllerNode):
         try:
@@ -66,7 +67,7 @@ class LockstepDriver:
         # One period, one set of stages: the plant's diagnostics report it.
         plant.costs = controller.costs = self.costs = PeriodCosts(STAGES)
         controller.reports_costs = False
-        self.restarts = 0   # stalls longer than MAX_LAG: periods dropped
+        self.schedule: PeriodSchedule | None = None   # made when the loop starts
         plant.get_logger().info("plant and controller in lockstep: one loop steps the plant, then "
                                 "ticks the controller on the new state")
 
@@ -103,25 +104,22 @@ class LockstepDriver:
             callbacks.stop()
 
     def _run(self, lock: threading.Lock, callbacks: CallbackThread) -> None:
-        period = self.plant.period
         context = self.plant.context
-        k = 0
-        t0 = time.monotonic()
+        schedule = self.schedule = PeriodSchedule(self.plant.period, time.monotonic())
         while context.ok():
-            delay = t0 + k * period - time.monotonic()
+            delay, dropped = schedule.wait(time.monotonic())
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -MAX_LAG:
-                self.restarts += 1
+            elif dropped:
                 self.plant.get_logger().warning(
-                    f"lockstep loop {-delay:.3f} s behind schedule (more than {MAX_LAG} s): "
-                    "periods dropped, the simulation now runs behind wall-clock time",
+                    f"lockstep loop more than {schedule.max_lag} s behind schedule: {dropped} period(s) "
+                    f"dropped ({schedule.dropped} in all), the simulation now runs "
+                    f"{schedule.dropped * schedule.period:.3f} s behind wall-clock time",
                     throttle_duration_sec=5.0)
-                t0, k = time.monotonic(), 0
             with lock:
                 self.period()
+            schedule.ran()
             callbacks.check()
-            k += 1
 
 
 def main(args=None) -> None:
