@@ -68,3 +68,22 @@ print(json.dumps({"engine": run.summary["engine"], "compiled": compiled}))
     for unused in NOT_FOR_A_JOINT_MANEUVER + NOT_WITHOUT_A_THRUSTER_WRENCH + NOT_WITHOUT_ROTATION_FLOATING \
             + NOT_IN_THE_COMPILED_LOOP:
         assert not [n for n in names if n.startswith(unused)], f"compiled {unused} it does not fly: {names}"
+
+
+def test_a_warm_up_that_compiles_says_what_and_one_that_loads_says_nothing(caplog):
+    """The servers' warm-ups (fastpath.warm, the laws' compiled paths) run inside
+    fastpath.with_compile_notice: a compile (a machine's first use: ~20 s for a law) is
+    announced once, before the wait; a call numba already has code for is silent."""
+    import logging
+
+    import numba
+
+    from freeflyer_control.physics import fastpath
+
+    kernel = numba.njit(cache=False)(lambda x: 2.0 * x)   # new to this process: it compiles
+    with caplog.at_level(logging.WARNING, logger=fastpath.log.name):
+        assert fastpath.with_compile_notice("the test kernel", lambda: kernel(1.5)) == 3.0
+        assert fastpath.with_compile_notice("the test kernel", lambda: kernel(2.5)) == 5.0
+    notices = [r.getMessage() for r in caplog.records if "the test kernel" in r.getMessage()]
+    assert notices == ["compiling the test kernel (numba, first use on this machine, 10-60 s; "
+                       "cached for later runs)"]

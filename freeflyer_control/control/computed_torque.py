@@ -97,8 +97,9 @@ class ComputedTorque:
         if compiled:
             na = self.kp.size
             zero = np.zeros(na)
-            compiled.effort(pin.neutral(self.model.model), np.zeros(self.model.model.nv), Mode.FLOATING,
-                            zero, zero, zero, np.zeros(0))
+            fastpath.with_compile_notice("the computed-torque law", lambda: compiled.effort(
+                pin.neutral(self.model.model), np.zeros(self.model.model.nv), Mode.FLOATING, zero, zero, zero,
+                np.zeros(0)))
 
     def effort(
         self,

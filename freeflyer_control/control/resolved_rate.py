@@ -169,8 +169,8 @@ class ResolvedRate:
         if compiled:
             ff = self.model
             target = TaskReference(ff.end_effectors[0], np.zeros(3), None, np.zeros(3), np.zeros(3))
-            compiled.solve(pin.neutral(ff.model), np.zeros(ff.model.nv), Mode.FLOATING, (target,),
-                           (self._use(target),))
+            fastpath.with_compile_notice("the resolved-rate law", lambda: compiled.solve(
+                pin.neutral(ff.model), np.zeros(ff.model.nv), Mode.FLOATING, (target,), (self._use(target),)))
 
     def _compiled_rates(self):
         """The compiled path's object (built once), or False where the kernels do not cover

@@ -102,6 +102,16 @@ def covered(build, what: str, robot: str):
         return False
 
 
+def with_compile_notice(what: str, call, expect: str = "10-60 s"):
+    """``call()``, a compiled path's warm-up call; if numba compiles for it (a machine's first
+    use, not a load from the cache), a warning says first that ``what`` is being compiled, so
+    that a first start that waits says why (physics.kernels.compile_warning)."""
+    from freeflyer_control.physics.kernels import compile_warning
+
+    with compile_warning(what, log, expect):
+        return call()
+
+
 def _load():
     global _kernels
     if os.environ.get("FREEFLYER_NUMBA", "1").strip() == "0":
@@ -156,7 +166,7 @@ def warm(part: str) -> None:
     if compiled is None or not warming() or part in _warmed:
         return
     t0 = time.perf_counter()
-    _WARM_UPS[part](compiled)
+    with_compile_notice(f"the {part} kernels", lambda: _WARM_UPS[part](compiled))
     _warmed.add(part)
     elapsed = time.perf_counter() - t0
     if elapsed > 1.0:
