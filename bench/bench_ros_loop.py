@@ -199,6 +199,7 @@ class Probe:
         self.js_log, self.cmd_log = [], []   # (stamp_ns, recv_ns) and (recv_ns, source_ns)
         self.costs = []                      # (recv_ns, node name, {name: us per period})
         self.moving = False                  # a non-zero command was received
+        self.dropped = []                    # (recv_ns, periods the lockstep schedule dropped so far)
 
     def _on_diagnostics(self, m):
         t = time.time_ns()
@@ -207,6 +208,9 @@ class Probe:
                       if kv.key.startswith(COST_PREFIX)}
             if values:
                 self.costs.append((t, status.hardware_id, values))
+            for kv in status.values:
+                if kv.key == "dropped_periods":   # lockstep: the schedule's count so far
+                    self.dropped.append((t, int(kv.value)))
 
     def _on_state(self, m):
         self.js_log.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, time.time_ns()))
@@ -346,6 +350,13 @@ def _one_run(args, env, probe, executor, rate, loop, source=REPO, label=""):
     print(f"plant: {len(stamps)} states in {span:.2f} s ({len(stamps) / span:.1f} Hz): missed periods "
           f"{missed_plant} of {expected} ({100 * missed_plant / expected:.2f} %), late (gap > 1.5 periods) "
           f"{late_plant}")
+    if loop == "lockstep" and probe.dropped:
+        # The schedule's count at the diagnostics just before the window and at the last one
+        # (diagnostics at 2 Hz: the window's edges are known to 0.5 s).
+        before = [n for t, n in probe.dropped if t <= t_measure]
+        print(f"  of which dropped by sim_loop_node's schedule (lag past its bound, runtime.schedule): "
+              f"{probe.dropped[-1][1] - (before[-1] if before else 0)}; the rest: states published "
+              "late or lost on the way")
     print(f"controller: {len(cmd)} commands ({len(cmd) / span:.1f} Hz): missed periods {missed_ctrl} of "
           f"{expected} ({100 * missed_ctrl / expected:.2f} %), late (gap > 1.5 periods) {late_ctrl}")
     print(f"plant periods without a new command (previous one held): {no_new} of {len(counts)} "

@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("numba", reason="the compiled kernels need numba (pip extra 'pypi' or 'fast')")
 
 # Counts, from now on, each call numba has no compiled code for in this process
-# (Dispatcher._compile_for_args: it loads the kernel from the cache, or compiles it).
+# (Dispatcher._compile_for_args: it loads the kernel from the cache, or compiles it), with the
+# argument types numba sees.
 WATCH = """
 import json
 from numba.core.dispatcher import Dispatcher
@@ -27,7 +28,8 @@ found = []
 def watch():
     original = Dispatcher._compile_for_args
     def recorded(self, *args, **kws):
-        found.append(self.py_func.__module__ + "." + self.py_func.__name__)
+        types = ", ".join(str(self.typeof_pyval(a)) for a in args)
+        found.append(f"{self.py_func.__module__}.{self.py_func.__name__}({types})")
         return original(self, *args, **kws)
     Dispatcher._compile_for_args = recorded
 """
@@ -78,3 +80,35 @@ def test_the_first_periods_load_no_kernel(robot):
     result = kernels_found_in_periods(robot, ("flying", "rotation-flying"))
     assert result["mode"] == "rotation-flying", "the switches did not happen: nothing was exercised"
     assert result["found"] == [], f"kernels loaded or compiled inside control periods: {result['found']}"
+
+
+# The nodes' servers built and flown as in PERIODS, the watch on from the start (construction
+# included): every kernel they find. And the same for `freeflyer warm`.
+NODES = PERIODS.replace("watch()\n", "").replace("from freeflyer_control.model import load_robot",
+                                                 "watch()\nfrom freeflyer_control.model import load_robot")
+WARM = """
+watch()
+from freeflyer_control.cli.main import main
+code = main(["warm", "--robot", ROBOT])
+print(json.dumps({"found": found, "code": code}))
+"""
+
+
+def kernels_found(script: str, robot: str) -> dict:
+    code = WATCH + script.replace("ROBOT", repr(robot)).replace("MODES", repr(("flying",)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("robot", ["planar_4link", "spatial_6link"])
+def test_freeflyer_warm_loads_every_kernel_the_nodes_find(robot):
+    """What the nodes' servers load or compile, from construction through a target and a mode
+    switch, `freeflyer warm` loads too, for the same argument types (so after it, a first start
+    compiles nothing)."""
+    nodes = kernels_found(NODES, robot)
+    warm = kernels_found(WARM, robot)
+    assert warm["code"] == 0
+    assert nodes["found"], "the watch saw nothing: the check would pass vacuously"
+    assert set(nodes["found"]) <= set(warm["found"]), (
+        f"kernels the nodes need that freeflyer warm leaves out: {set(nodes['found']) - set(warm['found'])}")

@@ -26,13 +26,14 @@ from freeflyer_control.cli import (
     replay,
     sim,
     testbed,
+    warm,
     workspace,
 )
 from freeflyer_control.inputs.values import Number, Whole
 from freeflyer_control.cli.options import EXIT_WRITE_FAILED, OneLineParser, write_failure
 from freeflyer_control.errors import FreeFlyerError
 
-SUBCOMMANDS = (check, gjm, sim, replay, workspace, reactionless, plan, testbed, osi, campaign, controllers)
+SUBCOMMANDS = (check, gjm, sim, replay, workspace, reactionless, plan, testbed, osi, campaign, controllers, warm)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -138,6 +138,7 @@ class PlantNode(Node):
         self.costs = PeriodCosts(("messages_in", "commands_in", "step", "measurement", "state_msgs", "state_publish"))
         self.errors = 0
         self.overruns = 0
+        self.dropped_periods = 0   # lockstep: periods sim_loop_node's schedule dropped (runtime.schedule)
         self.steps = 0
         self.wall0 = time.monotonic()
 
@@ -276,12 +277,13 @@ class PlantNode(Node):
         d = self.server.diagnostics()
         wall = time.monotonic() - self.wall0
         values = {**d, "real_time_factor": f"{self.steps * self.period / wall:.3f}" if wall > 0 else "-",
-                  "step_overruns": self.overruns, "refused_commands": self.errors,
+                  "step_overruns": self.overruns, "dropped_periods": self.dropped_periods,
+                  "refused_commands": self.errors,
                   **diagnostic_values(self.costs.window())}
         if self.server.status != "ok":
             level, message = "error", self.server.reason
         else:
-            level, message = ("warn" if self.overruns or self.errors else "ok"), "simulating"
+            level, message = ("warn" if self.overruns or self.errors or self.dropped_periods else "ok"), "simulating"
         self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, message, values))
 
     def _on_params(self, params):

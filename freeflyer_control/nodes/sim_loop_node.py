@@ -111,6 +111,7 @@ class LockstepDriver:
             if delay > 0:
                 time.sleep(delay)
             elif dropped:
+                self.plant.dropped_periods = schedule.dropped   # on /diagnostics
                 self.plant.get_logger().warning(
                     f"lockstep loop more than {schedule.max_lag} s behind schedule: {dropped} period(s) "
                     f"dropped ({schedule.dropped} in all), the simulation now runs "
