@@ -54,7 +54,7 @@ STAGES = ("step", "measurement", "state_msgs", "state_publish", "handover", "tic
 
 class LockstepDriver:
     """The lockstep loop: periods at the plant's rate on the monotonic clock (a late period run
-    at once, the lag bounded: runtime.schedule.PeriodSchedule), the executor's ready callbacks
+    at once, a long stall restarting it: runtime.schedule.PeriodSchedule), the executor's ready callbacks
     between periods."""
 
     def __init__(self, plant: PlantNode, controller: ControllerNode):
@@ -113,8 +113,8 @@ class LockstepDriver:
             elif dropped:
                 self.plant.dropped_periods = schedule.dropped   # on /diagnostics
                 self.plant.get_logger().warning(
-                    f"lockstep loop more than {schedule.max_lag} s behind schedule: {dropped} period(s) "
-                    f"dropped ({schedule.dropped} in all), the simulation now runs "
+                    f"lockstep loop more than {schedule.max_lag} s behind schedule: restarted, {dropped} "
+                    f"period(s) dropped ({schedule.dropped} in all); the simulation now runs "
                     f"{schedule.dropped * schedule.period:.3f} s behind wall-clock time",
                     throttle_duration_sec=5.0)
             with lock:

@@ -1,17 +1,19 @@
-"""The lockstep loop's schedule: periods on a monotonic clock, late ones run at once, the lag
-bounded.
+"""The lockstep loop's schedule: periods on a monotonic clock, late ones run at once, a long
+stall absorbed by restarting the schedule.
 
 A period starts at ``t0 + k * period`` (s, the monotonic clock). A loop that wakes late (the
 machine stalled: a VM pause, a page fault, another process holding the core) runs the late
 periods back to back until it is on time again, so the simulation keeps wall-clock time through
-short stalls. Behind by more than ``max_lag`` it drops the fewest periods that bring it back to
-``max_lag`` behind: each dropped period is a period of simulated time the plant never steps, so
-the simulation then runs that much behind wall-clock time.
+short stalls. Behind by more than ``max_lag`` it restarts the schedule at the current time: the
+periods of the lag are dropped (each a period of simulated time the plant never steps, so the
+simulation then runs that much behind wall-clock time), and the loop has its whole ``max_lag``
+of slack again.
 
-Dropping only the excess matters on a loaded machine. Before (issue 22), a lag past the bound
-restarted the schedule, dropping the whole lag: a lag of 51 ms at 500 Hz cost 26 periods where
-one brings it back within the bound; on the emulated slower machine those restarts were most of
-the periods the lockstep loop lost.
+Dropping only the periods beyond the bound (the loop then stays at the bound until it catches
+up) was tried and measured for issue 22 on the emulated slower machine, paired with the restart
+(the previous commit): it met the 500 Hz target in 7 of 10 runs against 6 of 10, and lost far
+more in 2 of 3 pairs at a quarter of a core (33.9 % and 8.5 % of the periods against 8.6 % and
+0.0 %), its CPU per period rising while it ran flat out at the bound. The restart stays (docs/benchmarks.md, "The issue's slower machine").
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class PeriodSchedule:
     Args:
         period: s between period starts (> 0).
         t0: s, the monotonic clock's reading at the first period's start.
-        max_lag: s behind schedule the loop may be; beyond it periods are dropped.
+        max_lag: s behind schedule the loop catches up; beyond it the schedule restarts.
     """
 
     period: float
@@ -37,7 +39,7 @@ class PeriodSchedule:
     max_lag: float = MAX_LAG
     k: int = 0                      # the next period's index
     dropped: int = 0                # periods dropped so far
-    drops: int = 0                  # times the lag passed max_lag
+    drops: int = 0                  # restarts: times the lag passed max_lag
 
     def __post_init__(self):
         if not self.period > 0:
@@ -47,14 +49,14 @@ class PeriodSchedule:
 
     def wait(self, now: float) -> tuple[float, int]:
         """Where the next period stands at ``now`` (s, the monotonic clock): (s to sleep before
-        it starts, 0 when it is due or late; periods dropped just now to bound the lag)."""
+        it starts, 0 when it is due or late; periods dropped just now by a restart)."""
         delay = self.t0 + self.k * self.period - now
         if delay >= -self.max_lag:
             return max(delay, 0.0), 0
-        # The fewest whole periods that bring the lag back within max_lag (the 1e-9 keeps an
-        # exact multiple, up to the clock's round-off, from dropping one more).
-        skip = math.ceil((-delay - self.max_lag) / self.period - 1e-9)
-        self.k += skip
+        # Restart: the next period starts now; those due before it (the lag's whole periods)
+        # are dropped.
+        skip = math.floor(-delay / self.period)
+        self.t0, self.k = now, 0
         self.dropped += skip
         self.drops += 1
         return 0.0, skip
