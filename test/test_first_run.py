@@ -70,7 +70,7 @@ print(json.dumps({"engine": run.summary["engine"], "compiled": compiled}))
         assert not [n for n in names if n.startswith(unused)], f"compiled {unused} it does not fly: {names}"
 
 
-def test_a_warm_up_that_compiles_says_what_and_one_that_loads_says_nothing(caplog):
+def test_a_warm_up_that_compiles_says_what_and_one_that_loads_says_nothing(package_log):
     """The servers' warm-ups (fastpath.warm, the laws' compiled paths) run inside
     fastpath.with_compile_notice: a compile (a machine's first use: ~20 s for a law) is
     announced once, before the wait; a call numba already has code for is silent."""
@@ -81,9 +81,9 @@ def test_a_warm_up_that_compiles_says_what_and_one_that_loads_says_nothing(caplo
     from freeflyer_control.physics import fastpath
 
     kernel = numba.njit(cache=False)(lambda x: 2.0 * x)   # new to this process: it compiles
-    with caplog.at_level(logging.WARNING, logger=fastpath.log.name):
+    with package_log.at_level(logging.WARNING):
         assert fastpath.with_compile_notice("the test kernel", lambda: kernel(1.5)) == 3.0
         assert fastpath.with_compile_notice("the test kernel", lambda: kernel(2.5)) == 5.0
-    notices = [r.getMessage() for r in caplog.records if "the test kernel" in r.getMessage()]
+    notices = [m for m in package_log.messages if "the test kernel" in m]
     assert notices == ["compiling the test kernel (numba, first use on this machine, 10-60 s; "
                        "cached for later runs)"]

@@ -203,7 +203,7 @@ def test_fuzz_cli_argument_vectors_refuse_in_one_line_or_give_a_valid_set():
     parser = build_parser()
     commands = subparsers(parser)
     assert {p[0] for p, _ in commands} == {"check", "gjm", "sim", "workspace", "plan", "testbed", "osi",
-                                          "campaign", "replay", "controllers", "reactionless"}
+                                          "campaign", "replay", "controllers", "reactionless", "warm"}
     rng = fuzz_rng(salt=12)
     counts = {"accepted": 0, "refused": 0}
     failures = []
