@@ -16,7 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("warm", help="compile the kernels the ROS nodes fly before their first start "
                                     "(first use on a machine: minutes; later: seconds)")
     p.add_argument("--robot", nargs="+", metavar="ROBOT", default=None,
-                   help="bundled robot names, robot config .yaml or URDF paths (default: every bundled robot)")
+                   help="bundled robot names or robot config .yaml paths "
+                        "(default: every bundled robot)")
     p.set_defaults(run=run)
 
 

@@ -283,7 +283,8 @@ class PlantNode(Node):
         if self.server.status != "ok":
             level, message = "error", self.server.reason
         else:
-            level, message = ("warn" if self.overruns or self.errors or self.dropped_periods else "ok"), "simulating"
+            trouble = self.overruns or self.errors or self.dropped_periods
+            level, message = ("warn" if trouble else "ok"), "simulating"
         self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, message, values))
 
     def _on_params(self, params):

@@ -54,8 +54,8 @@ STAGES = ("step", "measurement", "state_msgs", "state_publish", "handover", "tic
 
 class LockstepDriver:
     """The lockstep loop: periods at the plant's rate on the monotonic clock (a late period run
-    at once, a long stall restarting it: runtime.schedule.PeriodSchedule), the executor's ready callbacks
-    between periods."""
+    at once, a long stall restarting it: runtime.schedule.PeriodSchedule), the executor's ready
+    callbacks between periods."""
 
     def __init__(self, plant: PlantNode, controller: ControllerNode):
         try:
