@@ -363,9 +363,9 @@ class OrderedExecutor(SingleThreadedExecutor):
 def freeze_startup_heap() -> None:
     """Move the objects start-up made (modules, models, message types, loaded kernels: ~160 000
     in a lockstep node) out of the garbage collector's sight, so no collection in the loop walks
-    them. A full collection of that heap took 50 ms here (~135 ms measured in sim_loop_node on
-    issue 22's slower machine, 30-100 ms in testbed_graph), longer than a period and than a
-    bridge's command timeout; frozen, it walks only what the loop made since."""
+    them. A full collection of that heap took 50 ms here (40-280 ms measured in sim_loop_node on
+    issue 22's emulated slower machine, 30-100 ms in testbed_graph), longer than a period and
+    than a bridge's command timeout; frozen, it walks only what the loop made since."""
     gc.collect()
     gc.freeze()
 
