@@ -34,7 +34,8 @@ def watch():
     Dispatcher._compile_for_args = recorded
 """
 
-PERIODS = """
+# The servers built as the nodes build them, then the periods they fly.
+BUILD = """
 import numpy as np, pinocchio as pin
 from freeflyer_control.model import load_robot
 from freeflyer_control.physics.state import make_state
@@ -46,7 +47,8 @@ ff = load_robot(ROBOT)
 plant = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=500.0)
 ctl = ControllerServer(ff, rate=500.0, mode="floating", base_actuation="thrusters")
 loop = LockstepLoop(plant, ctl)
-watch()
+"""
+FLY = """
 for k in range(5):
     loop.period(k / 500)
 data = ff.create_data()
@@ -61,12 +63,19 @@ for j, mode in enumerate(MODES):
         loop.period(k / 500)
 print(json.dumps({"found": found, "mode": ctl.mode.value}))
 """
+PERIODS = BUILD + "watch()\n" + FLY   # what the periods find, after the servers are built
+NODES = "watch()\n" + BUILD + FLY     # what the nodes' servers find, their construction included
+WARM = """
+watch()
+from freeflyer_control.cli.main import main
+code = main(["warm", "--robot", ROBOT])
+print(json.dumps({"found": found, "code": code}))
+"""
 
 
-def kernels_found_in_periods(robot: str, modes: tuple[str, ...]) -> dict:
-    code = WATCH + PERIODS.replace("ROBOT", repr(robot)).replace("MODES", repr(modes))
-    # A cold cache compiles at construction (minutes): the timeout covers that, the counting
-    # starts after it.
+def kernels_found(script: str, robot: str, modes: tuple[str, ...] = ("flying",)) -> dict:
+    code = WATCH + script.replace("ROBOT", repr(robot)).replace("MODES", repr(modes))
+    # A cold cache compiles at construction (minutes): the timeout covers that.
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -77,28 +86,9 @@ def test_the_first_periods_load_no_kernel(robot):
     """The first ticks, an end-effector target and switches to the flying modes find every kernel
     already loaded (before ComputedTorque's kernel was loaded by the law's prepare, the first
     tick loaded it: control.kernels.computed_torque.joint_space_effort)."""
-    result = kernels_found_in_periods(robot, ("flying", "rotation-flying"))
+    result = kernels_found(PERIODS, robot, ("flying", "rotation-flying"))
     assert result["mode"] == "rotation-flying", "the switches did not happen: nothing was exercised"
     assert result["found"] == [], f"kernels loaded or compiled inside control periods: {result['found']}"
-
-
-# The nodes' servers built and flown as in PERIODS, the watch on from the start (construction
-# included): every kernel they find. And the same for `freeflyer warm`.
-NODES = PERIODS.replace("watch()\n", "").replace("from freeflyer_control.model import load_robot",
-                                                 "watch()\nfrom freeflyer_control.model import load_robot")
-WARM = """
-watch()
-from freeflyer_control.cli.main import main
-code = main(["warm", "--robot", ROBOT])
-print(json.dumps({"found": found, "code": code}))
-"""
-
-
-def kernels_found(script: str, robot: str) -> dict:
-    code = WATCH + script.replace("ROBOT", repr(robot)).replace("MODES", repr(("flying",)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("robot", ["planar_4link", "spatial_6link"])
