@@ -82,6 +82,7 @@ class LawGuard:
                         float(force), float(torque))
         k = OVER_LIMIT_FACTOR
         self._bounds = (k * self._limits[0], k * self._limits[1], (k * force) ** 2, (k * torque) ** 2)
+        self._float_bounds = (self._bounds[0].tolist(), self._bounds[1].tolist())
         self._wrench_shape = (ff.nb,)
 
     def tick_time(self, seconds: float, period: float) -> str | None:
@@ -109,12 +110,16 @@ class LawGuard:
             return f"returned {type(effort).__name__}, not a ControlEffort"
         arm, wheels, wrench = effort.arm_torques, effort.wheel_torques, effort.base_wrench_world
         arm_bound, wheel_bound, force2, torque2 = self._bounds
+        arm_floats, wheel_floats = self._float_bounds
         try:
             if arm.shape == arm_bound.shape and wheels.shape == wheel_bound.shape and wrench.shape == self._wrench_shape:
-                w = wrench.tolist()  # a few floats: plain arithmetic beats NumPy's per-call cost here
+                # A few floats each: plain arithmetic on Python floats is a third of NumPy's
+                # per-call cost here (~1 against ~3 us a tick).
+                w = wrench.tolist()
                 f, m = w[:self._n_lin], w[self._n_lin:]
                 # NaN fails every comparison, so finite and within bounds is one test each.
-                if ((abs(arm) <= arm_bound).all() and (not wheel_bound.size or (abs(wheels) <= wheel_bound).all())
+                if (all(abs(x) <= b for x, b in zip(arm.tolist(), arm_floats))
+                        and all(abs(x) <= b for x, b in zip(wheels.tolist(), wheel_floats))
                         and sum(x * x for x in f) <= force2 and sum(x * x for x in m) <= torque2):
                     return None
         except (AttributeError, TypeError, ValueError):  # not arrays: say what is wrong below
