@@ -4,7 +4,9 @@
 The period of ``runtime.lockstep.LockstepLoop`` (the plant server's step and measurement, the
 hand-over to the controller server, its tick, the commands back), on the robot's ready pose with
 an end-effector target 5 cm away (as bench_ros_loop.py sends it, so that every tick runs the
-task-space law), measured on the thread's CPU clock per stage. What the ROS node adds (message
+task-space law), measured on the thread's CPU clock per stage, in sim_loop_node's order: the
+step after the commands, before the sleep (``LockstepLoop.opening`` / ``step_ahead``), or first
+in a checkout from before that change. What the ROS node adds (message
 conversion, publication, the executor) is bench_ros_loop.py's; this isolates the Python and
 compiled work the node's period wraps, on hot caches (the node's own figures are higher: between
 two of its periods other processes run).
@@ -42,6 +44,12 @@ REPO = Path(__file__).resolve().parents[1]
 STAGES = ("step", "measurement", "handover", "tick", "command")
 
 
+def _mark(times: dict[str, int], stage: str, t0: int, clock) -> int:
+    t = clock()
+    times[stage] = t - t0
+    return t
+
+
 def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = False) -> dict[str, list[float]]:
     """Per round, each stage's mean CPU per period (us) and the whole period's, in this process
     (imports the freeflyer_control on sys.path: this checkout, or the one --compare names)."""
@@ -64,6 +72,9 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
     ee = ff.end_effectors[0]
     target = data.oMf[ff.frame_id(ee)].translation + np.array([0.05, -0.03, 0.0])
     clock = time.thread_time_ns
+    # sim_loop_node's order in the checkout measured: since the step-ahead change the node steps
+    # the plant right after the commands (LockstepLoop.opening / step_ahead), before its sleep.
+    split = hasattr(loop, "opening")
     k = 0
     start = time.monotonic()
 
@@ -77,20 +88,25 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
             now = k * dt
             if k == 2:
                 controller.set_ee_target(ee, target, None)
-            t0 = clock()
-            loop.plant.step(now)
-            t1 = clock()
-            fields = loop.plant.measurement()
-            t2 = clock()
+            times = {}
+            t = clock()
+            if not split:
+                loop.plant.step(now)
+                t = _mark(times, "step", t, clock)
+            fields = loop.opening(now)[1] if split else loop.plant.measurement()
+            t = _mark(times, "measurement", t, clock)
             loop.handover(fields, now)
-            t3 = clock()
+            t = _mark(times, "handover", t, clock)
             out = loop.controller.tick(now)
-            t4 = clock()
+            t = _mark(times, "tick", t, clock)
             loop.command(out.actuation, now)
-            t5 = clock()
+            t = _mark(times, "command", t, clock)
+            if split:   # the step after the commands, before the sleep
+                loop.step_ahead(now)
+                _mark(times, "step", t, clock)
             if sums is not None:
-                for stage, a, b in zip(STAGES, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
-                    sums[stage] += b - a
+                for stage, ns in times.items():
+                    sums[stage] += ns
             k += 1
 
     periods_of(500, None)  # warm: kernels loaded, the target reached its tracking regime

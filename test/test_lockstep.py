@@ -78,6 +78,76 @@ def test_lockstep_periods_equal_the_distributed_sequence_bit_for_bit(base_actuat
     assert (held.thruster_forces if base_actuation == "thrusters" else held.base_wrench_world).any()
 
 
+def _split_period(loop: LockstepLoop, now: float):
+    """One period the way sim_loop_node runs it: the state, the tick, the step ahead."""
+    diverged, fields = loop.opening(now)
+    out = loop.tick(fields, now)
+    return diverged, fields, out, loop.step_ahead(now)
+
+
+def test_sim_loop_nodes_split_periods_are_the_same_sequence_bit_for_bit():
+    """sim_loop_node steps the plant at the end of a period (before its sleep), not at the start
+    of the next: the measurements published and ticked on, the commands, and the states reached
+    are the distributed sequence's, bit for bit (the split only moves where the sleep falls).
+    The split run is one step ahead at the end: the reference takes that step too."""
+    ff = robot("planar_4link")
+    kwargs = dict(mode="flying", base_actuation="thrusters")
+    plant_a, ctl_a = _servers(ff, **kwargs)
+    plant_b, ctl_b = _servers(ff, **kwargs)
+    loop = LockstepLoop(plant_a, ctl_a)
+    target = _ee(ff, plant_a.plant.state.q) + np.array([0.05, -0.03, 0.0])
+    for k in range(200):
+        now = k * DT
+        if k == 2:
+            ctl_a.set_ee_target(EE, target, None)
+            ctl_b.set_ee_target(EE, target, None)
+        _, fields, out, _ = _split_period(loop, now)
+        ref = _by_hand(plant_b, ctl_b, now, ideal=False)
+        np.testing.assert_array_equal(fields.joint_positions, plant_b.measurement().joint_positions)
+        np.testing.assert_array_equal(out.actuation.thruster_forces, ref.actuation.thruster_forces)
+        np.testing.assert_array_equal(out.actuation.arm_torques, ref.actuation.arm_torques)
+    plant_b.step(200 * DT)
+    np.testing.assert_array_equal(plant_a.plant.state.q, plant_b.plant.state.q)
+    np.testing.assert_array_equal(plant_a.plant.state.v, plant_b.plant.state.v)
+
+
+def test_a_reset_between_split_periods_is_the_state_the_next_period_publishes():
+    """A ~/reset served between two of sim_loop_node's periods replaces the state the plant had
+    stepped ahead to: the next period publishes, and the controller ticks on, the initial state."""
+    ff = robot("planar_4link")
+    plant, ctl = _servers(ff, mode="flying")
+    loop = LockstepLoop(plant, ctl)
+    initial = plant.measurement().joint_positions.copy()
+    _split_period(loop, 0.0)
+    ctl.set_ee_target(EE, _ee(ff, plant.plant.state.q) + np.array([0.05, 0.0, 0.0]), None)
+    for k in range(1, 50):
+        _split_period(loop, k * DT)
+    assert np.abs(plant.measurement().joint_positions - initial).max() > 1e-6   # it moved
+    plant.reset()
+    diverged, fields, out, _ = _split_period(loop, 50 * DT)
+    assert diverged is None and out.status == "ok"
+    np.testing.assert_array_equal(fields.joint_positions, initial)
+
+
+def test_a_step_ahead_that_diverges_publishes_nothing_in_the_next_period(monkeypatch):
+    """The divergence is reported by the step that diverged (the node logs it then); the next
+    period has no state to publish, and the controller's watchdog trips as over topics."""
+    from test_object_stops import diverge_on_call
+
+    from freeflyer_control.physics.plant import Plant
+
+    ff = robot("planar_4link")
+    plant, ctl = _servers(ff)
+    loop = LockstepLoop(plant, ctl)
+    for k in range(10):
+        assert _split_period(loop, k * DT)[3] is None
+    diverge_on_call(monkeypatch, Plant, 1, "the plant diverged (test)")
+    assert _split_period(loop, 10 * DT)[3] == "the plant diverged (test)"
+    diverged, fields, out, ahead = _split_period(loop, 11 * DT)
+    assert diverged is None and fields is None and ahead is None
+    assert _split_period(loop, 12 * DT)[2].status == "stale"
+
+
 def test_lockstep_controller_ticks_on_the_state_of_the_same_period():
     """The measurement a period returns is the state after this period's step, and the
     controller's watchdog sees it as fresh (age zero) at the tick of the same period."""

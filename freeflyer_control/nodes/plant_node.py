@@ -210,14 +210,28 @@ class PlantNode(Node):
         costs.end_period()
 
     def stepped(self, diverged: str | None, measurement: StateFields | None, start: float) -> None:
-        """After a step (here or in sim_loop_node): log a divergence, publish the measurement the
-        step gave (one draw of the noise), count an overrun of the period since ``start``
-        (time.perf_counter(), s). Marks the costs' stages ``state_msgs`` and ``state_publish``."""
-        if diverged is not None:  # only on the step that diverged: logged once
+        """After this node's step: :meth:`report_divergence`, :meth:`publish_state` (the
+        measurement the step gave, one draw of the noise), :meth:`end_period`. sim_loop_node
+        calls the three at their own places in its period."""
+        self.report_divergence(diverged)
+        self.publish_state(measurement)
+        self.end_period(start)
+
+    def report_divergence(self, diverged: str | None) -> None:
+        """Log the reason of the step that diverged (given once, by that step), and say so on
+        /diagnostics at once."""
+        if diverged is not None:
             self.get_logger().error(f"{diverged}; publishing nothing until ~/reset")
             self._diagnose()
+
+    def publish_state(self, measurement: StateFields | None) -> None:
+        """A period's /joint_states and /base/odom (and TF at tf_rate); nothing once diverged.
+        Marks the costs' stages ``state_msgs`` and ``state_publish``."""
         self.steps += 1
         self._publish(measurement, tf=self.steps % self.tf_every == 0)
+
+    def end_period(self, start: float) -> None:
+        """Count an overrun of the period begun at ``start`` (time.perf_counter(), s)."""
         if time.perf_counter() - start > self.period:
             self.overruns += 1
 

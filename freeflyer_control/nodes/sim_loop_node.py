@@ -3,15 +3,15 @@
 For pure simulation (sim.launch.py ``lockstep:=true``, the default). The process hosts the two
 nodes of the distributed graph, /plant_node and /controller_node, with their parameters,
 services, topics, TF and diagnostics, on one executor. One loop, at the plant's ``rate``, does a
-whole period in order (runtime.lockstep.LockstepLoop): the plant steps under the commands it
-holds and publishes the state; the controller ticks on that state, handed over in the process,
-and publishes its commands; the plant holds them for the next step. The controller never waits
-for a state and the plant never steps without its answer, whatever the load: a late period is
-late as a whole. rclpy's executor serves every other callback (parameters, services, references,
-/estop, the diagnostics timers) as it becomes ready, in a thread of its own that sleeps until
-then (nodes.loop.CallbackThread), never during a period. plant_node's /diagnostics say where a
-period goes (``period_us.*``: step, measurement, state messages and their publication, the
-hand-over to the controller, its tick, command messages and their publication).
+whole period in order (runtime.lockstep.LockstepLoop's sequence): the plant publishes its state;
+the controller ticks on that state, handed over in the process, and publishes its commands; the
+plant steps under them to the next period's state before the loop sleeps. The controller never
+waits for a state and the plant never steps without its answer, whatever the load: a late
+period is late as a whole. rclpy's executor serves every other callback (parameters, services,
+references, /estop, the diagnostics timers) as it becomes ready, in a thread of its own that
+sleeps until then (nodes.loop.CallbackThread), never during a period. plant_node's /diagnostics
+say where a period goes (``period_us.*``: measurement, state messages and their publication,
+the hand-over to the controller, its tick, command messages and their publication, the step).
 
 What differs from the distributed graph: the plant takes its commands from the hosted controller
 only (it does not subscribe to /joint_effort_commands and the other command topics; the hosted
@@ -47,9 +47,10 @@ from freeflyer_control.runtime.schedule import PeriodSchedule
 # for the other callbacks (parameters, services, references, e-stop, diagnostics) in a thread of
 # its own, each callback under the lock a period holds, so no callback races a period.
 
-# One period's stages, in order (runtime.period_costs), on plant_node's /diagnostics.
-STAGES = ("step", "measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs",
-          "command_publish")
+# One period's stages, in order (runtime.period_costs), on plant_node's /diagnostics: the step
+# last, see LockstepDriver.period.
+STAGES = ("measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs", "command_publish",
+          "step")
 
 
 class LockstepDriver:
@@ -68,26 +69,31 @@ class LockstepDriver:
         plant.costs = controller.costs = self.costs = PeriodCosts(STAGES)
         controller.reports_costs = False
         self.schedule: PeriodSchedule | None = None   # made when the loop starts
-        plant.get_logger().info("plant and controller in lockstep: one loop steps the plant, then "
-                                "ticks the controller on the new state")
+        plant.get_logger().info("plant and controller in lockstep: one loop publishes the plant's state, "
+                                "ticks the controller on it and steps the plant under its commands")
 
     def period(self) -> None:
-        """One period (runtime.lockstep.LockstepLoop's order), each stage marked."""
+        """One period, each stage marked: the plant's state published, the controller's tick on
+        it, its commands published and handed to the plant, and the plant's step under them to
+        the next period's state (runtime.lockstep.LockstepLoop.opening / step_ahead: the
+        servers' sequence is LockstepLoop.period's; the sleep falls after the step)."""
         start = time.perf_counter()
-        costs, loop = self.costs, self.loop
+        costs, loop, plant = self.costs, self.loop, self.plant
         costs.begin()
-        now = now_s(self.plant)
-        diverged = loop.plant.step(now)
-        costs.mark("step")
-        fields = loop.plant.measurement()
+        now = now_s(plant)
+        diverged, fields = loop.opening(now)   # (a step only in the first period)
+        plant.report_divergence(diverged)
         costs.mark("measurement")
-        self.plant.stepped(diverged, fields, start)   # state_msgs, state_publish
+        plant.publish_state(fields)   # state_msgs, state_publish
         loop.handover(fields, now)
         costs.mark("handover")
         out = loop.controller.tick(now)
         costs.mark("tick")
         loop.command(out.actuation, now)
         self.controller.ticked(out)   # command_msgs, command_publish
+        plant.report_divergence(loop.step_ahead(now))
+        costs.mark("step")
+        plant.end_period(start)
         costs.end_period()
 
     def spin(self, executor) -> None:

@@ -60,6 +60,7 @@ class LockstepLoop:
         self.controller = controller
         # As controller_node publishes /base/wrench_command only with ideal base actuation.
         self.ideal_base = controller.base_actuation == "ideal"
+        self.stepped_ahead = False   # the plant holds the coming period's state (step_ahead)
 
     def period(self, now: float) -> LockstepPeriod:
         """One period at ``now`` (s, the node clock both servers read): :meth:`step`, then
@@ -82,6 +83,28 @@ class LockstepLoop:
         out = self.controller.tick(now)
         self.command(out.actuation, now)
         return out
+
+    # sim_loop_node runs the same sequence split where it sleeps: opening (the state), tick,
+    # step_ahead (the next state) | sleep | opening, tick, step_ahead | ... The step then runs
+    # right after the commands it needs, on the caches the tick left, where after the sleep it
+    # paid for the sleep's cold caches (3-4x its cost; docs/benchmarks.md).
+
+    def opening(self, now: float) -> tuple[str | None, StateFields | None]:
+        """A period's state at ``now`` (s): the one the previous period's :meth:`step_ahead`
+        reached (or a ``PlantServer.reset`` set since), so that a period is :meth:`tick` on it
+        and :meth:`step_ahead`. The first period steps here first, as :meth:`period` does.
+        Returns (the divergence reason of a step taken here, else None; the measurement to
+        publish and tick on, None once diverged)."""
+        diverged = None
+        if not self.stepped_ahead:
+            diverged = self.plant.step(now)
+            self.stepped_ahead = True
+        return diverged, self.plant.measurement()
+
+    def step_ahead(self, now: float) -> str | None:
+        """The plant's step under the commands :meth:`tick` just handed it (stamped ``now``, s):
+        the next period's state. Returns the divergence reason when this step diverged."""
+        return self.plant.step(now)
 
     def handover(self, fields: StateFields | None, now: float) -> None:
         """The measurement to the controller, as its /joint_states and /base/odom callbacks would
