@@ -5,8 +5,8 @@ The period of ``runtime.lockstep.LockstepLoop`` (the plant server's step and mea
 hand-over to the controller server, its tick, the commands back), on the robot's ready pose with
 an end-effector target 5 cm away (as bench_ros_loop.py sends it, so that every tick runs the
 task-space law), measured on the thread's CPU clock per stage, in sim_loop_node's order: the
-step after the commands, before the sleep (``LockstepLoop.opening`` / ``step_ahead``), or first
-in a checkout from before that change. What the ROS node adds (message
+step and the measurement after the commands, before the sleep (``LockstepLoop.opening``,
+``step_ahead``, ``measure_ahead``), or first in a checkout from before that change. What the ROS node adds (message
 conversion, publication, the executor) is bench_ros_loop.py's; this isolates the Python and
 compiled work the node's period wraps, on hot caches (the node's own figures are higher: between
 two of its periods other processes run).
@@ -72,9 +72,10 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
     ee = ff.end_effectors[0]
     target = data.oMf[ff.frame_id(ee)].translation + np.array([0.05, -0.03, 0.0])
     clock = time.thread_time_ns
-    # sim_loop_node's order in the checkout measured: since the step-ahead change the node steps
-    # the plant right after the commands (LockstepLoop.opening / step_ahead), before its sleep.
-    split = hasattr(loop, "opening")
+    # sim_loop_node's order in the checkout measured: the node now steps and measures the plant
+    # right after the commands (LockstepLoop.opening / step_ahead / measure_ahead), before its
+    # sleep; before, first thing after it.
+    split = hasattr(loop, "measure_ahead")
     k = 0
     start = time.monotonic()
 
@@ -101,9 +102,11 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
             t = _mark(times, "tick", t, clock)
             loop.command(out.actuation, now)
             t = _mark(times, "command", t, clock)
-            if split:   # the step after the commands, before the sleep
+            if split:   # the step and the measurement after the commands, before the sleep
                 loop.step_ahead(now)
-                _mark(times, "step", t, clock)
+                t = _mark(times, "step", t, clock)
+                loop.measure_ahead()
+                times["measurement"] += clock() - t
             if sums is not None:
                 for stage, ns in times.items():
                     sums[stage] += ns

@@ -16,7 +16,7 @@ from conftest import robot
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.runtime.controller_server import ControllerServer
 from freeflyer_control.runtime.lockstep import LockstepLoop, base_wrench6
-from freeflyer_control.runtime.plant_server import PlantServer
+from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
 
 RATE = 200.0
 DT = 1.0 / RATE
@@ -79,21 +79,32 @@ def test_lockstep_periods_equal_the_distributed_sequence_bit_for_bit(base_actuat
 
 
 def _split_period(loop: LockstepLoop, now: float):
-    """One period the way sim_loop_node runs it: the state, the tick, the step ahead."""
+    """One period the way sim_loop_node runs it: the state, the tick, the step and the
+    measurement ahead."""
     diverged, fields = loop.opening(now)
     out = loop.tick(fields, now)
-    return diverged, fields, out, loop.step_ahead(now)
+    ahead = loop.step_ahead(now)
+    loop.measure_ahead()
+    return diverged, fields, out, ahead
 
 
 def test_sim_loop_nodes_split_periods_are_the_same_sequence_bit_for_bit():
-    """sim_loop_node steps the plant at the end of a period (before its sleep), not at the start
-    of the next: the measurements published and ticked on, the commands, and the states reached
-    are the distributed sequence's, bit for bit (the split only moves where the sleep falls).
-    The split run is one step ahead at the end: the reference takes that step too."""
+    """sim_loop_node steps and measures the plant at the end of a period (before its sleep), not
+    at the start of the next: the measurements published and ticked on (noise and latency
+    included: the same draws in the same order), the commands, and the states reached are the
+    distributed sequence's, bit for bit (the split only moves where the sleep falls). The split
+    run is one step ahead at the end: the reference takes that step too."""
     ff = robot("planar_4link")
     kwargs = dict(mode="flying", base_actuation="thrusters")
-    plant_a, ctl_a = _servers(ff, **kwargs)
-    plant_b, ctl_b = _servers(ff, **kwargs)
+    noise = SensorNoise(joint_position=1e-3, joint_velocity=1e-2, base_position=1e-3)
+
+    def noisy_servers():
+        plant = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=RATE, noise=noise,
+                            latency=2 * DT, seed=7)
+        return plant, ControllerServer(ff, rate=RATE, **kwargs)
+
+    plant_a, ctl_a = noisy_servers()
+    plant_b, ctl_b = noisy_servers()
     loop = LockstepLoop(plant_a, ctl_a)
     target = _ee(ff, plant_a.plant.state.q) + np.array([0.05, -0.03, 0.0])
     for k in range(200):
@@ -103,7 +114,8 @@ def test_sim_loop_nodes_split_periods_are_the_same_sequence_bit_for_bit():
             ctl_b.set_ee_target(EE, target, None)
         _, fields, out, _ = _split_period(loop, now)
         ref = _by_hand(plant_b, ctl_b, now, ideal=False)
-        np.testing.assert_array_equal(fields.joint_positions, plant_b.measurement().joint_positions)
+        np.testing.assert_array_equal(fields.joint_positions, ctl_b.joints.positions)   # what b ticked on
+        np.testing.assert_array_equal(fields.base.position, ctl_b.base.position)
         np.testing.assert_array_equal(out.actuation.thruster_forces, ref.actuation.thruster_forces)
         np.testing.assert_array_equal(out.actuation.arm_torques, ref.actuation.arm_torques)
     plant_b.step(200 * DT)

@@ -5,7 +5,8 @@ nodes of the distributed graph, /plant_node and /controller_node, with their par
 services, topics, TF and diagnostics, on one executor. One loop, at the plant's ``rate``, does a
 whole period in order (runtime.lockstep.LockstepLoop's sequence): the plant publishes its state;
 the controller ticks on that state, handed over in the process, and publishes its commands; the
-plant steps under them to the next period's state before the loop sleeps. The controller never
+plant steps under them to the next period's state, and measures it, before the loop sleeps (a
+~/reset served in between is what the next period publishes). The controller never
 waits for a state and the plant never steps without its answer, whatever the load: a late
 period is late as a whole. rclpy's executor serves every other callback (parameters, services,
 references, /estop, the diagnostics timers) as it becomes ready, in a thread of its own that
@@ -47,8 +48,8 @@ from freeflyer_control.runtime.schedule import PeriodSchedule
 # for the other callbacks (parameters, services, references, e-stop, diagnostics) in a thread of
 # its own, each callback under the lock a period holds, so no callback races a period.
 
-# One period's stages, in order (runtime.period_costs), on plant_node's /diagnostics: the step
-# last, see LockstepDriver.period.
+# One period's stages (runtime.period_costs), on plant_node's /diagnostics; the step and the
+# measurement of the next state come last (LockstepDriver.period).
 STAGES = ("measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs", "command_publish",
           "step")
 
@@ -75,8 +76,9 @@ class LockstepDriver:
     def period(self) -> None:
         """One period, each stage marked: the plant's state published, the controller's tick on
         it, its commands published and handed to the plant, and the plant's step under them to
-        the next period's state (runtime.lockstep.LockstepLoop.opening / step_ahead: the
-        servers' sequence is LockstepLoop.period's; the sleep falls after the step)."""
+        the next period's state, measured at once (runtime.lockstep.LockstepLoop.opening,
+        step_ahead, measure_ahead: the servers' sequence is LockstepLoop.period's; the sleep
+        falls after the step and the measurement, which then find warm caches)."""
         start = time.perf_counter()
         costs, loop, plant = self.costs, self.loop, self.plant
         costs.begin()
@@ -93,6 +95,8 @@ class LockstepDriver:
         self.controller.ticked(out)   # command_msgs, command_publish
         plant.report_divergence(loop.step_ahead(now))
         costs.mark("step")
+        loop.measure_ahead()
+        costs.mark("measurement")
         plant.end_period(start)
         costs.end_period()
 

@@ -61,6 +61,7 @@ class LockstepLoop:
         # As controller_node publishes /base/wrench_command only with ideal base actuation.
         self.ideal_base = controller.base_actuation == "ideal"
         self.stepped_ahead = False   # the plant holds the coming period's state (step_ahead)
+        self._measured = None        # (the plant's newest state, its measurement): measure_ahead
 
     def period(self, now: float) -> LockstepPeriod:
         """One period at ``now`` (s, the node clock both servers read): :meth:`step`, then
@@ -85,26 +86,38 @@ class LockstepLoop:
         return out
 
     # sim_loop_node runs the same sequence split where it sleeps: opening (the state), tick,
-    # step_ahead (the next state) | sleep | opening, tick, step_ahead | ... The step then runs
-    # right after the commands it needs, on the caches the tick left, where after the sleep it
-    # paid for the sleep's cold caches (3-4x its cost; docs/benchmarks.md).
+    # step_ahead, measure_ahead | sleep | opening, tick, step_ahead, measure_ahead | ... The step
+    # and the measurement then run right after the commands they need, on the caches the tick
+    # left; after the sleep they paid for its cold caches (the step 3-4x its cost here; the
+    # node's CPU per period on the emulated slower machine ~20 % lower: docs/benchmarks.md).
 
     def opening(self, now: float) -> tuple[str | None, StateFields | None]:
-        """A period's state at ``now`` (s): the one the previous period's :meth:`step_ahead`
-        reached (or a ``PlantServer.reset`` set since), so that a period is :meth:`tick` on it
-        and :meth:`step_ahead`. The first period steps here first, as :meth:`period` does.
-        Returns (the divergence reason of a step taken here, else None; the measurement to
-        publish and tick on, None once diverged)."""
+        """A period's state at ``now`` (s): the measurement of the state the previous period's
+        :meth:`step_ahead` reached (taken by :meth:`measure_ahead`), or of the one a
+        ``PlantServer.reset`` set since; the period is then :meth:`tick` on it and
+        :meth:`step_ahead`. The first period steps here first, as :meth:`period` does. Returns
+        (the divergence reason of a step taken here, else None; the measurement to publish and
+        tick on, None once diverged)."""
         diverged = None
         if not self.stepped_ahead:
             diverged = self.plant.step(now)
             self.stepped_ahead = True
+        measured, self._measured = self._measured, None
+        # The plant appends a new State object to its history at every step and reset.
+        if measured is not None and self.plant.history[-1] is measured[0]:
+            return diverged, measured[1]
         return diverged, self.plant.measurement()
 
     def step_ahead(self, now: float) -> str | None:
         """The plant's step under the commands :meth:`tick` just handed it (stamped ``now``, s):
         the next period's state. Returns the divergence reason when this step diverged."""
         return self.plant.step(now)
+
+    def measure_ahead(self) -> None:
+        """The measurement of the state :meth:`step_ahead` reached, taken now (while the caches
+        are warm) for the next :meth:`opening`, which uses it unless the plant's state has
+        changed since (a reset)."""
+        self._measured = (self.plant.history[-1], self.plant.measurement())
 
     def handover(self, fields: StateFields | None, now: float) -> None:
         """The measurement to the controller, as its /joint_states and /base/odom callbacks would
