@@ -262,6 +262,71 @@ def test_controller_captures_and_brings_the_flying_system_to_rest_base_included(
     assert controller.capture_diagnostics() == {"capture_state": "at_rest"}
 
 
+def test_a_grasp_the_plant_closes_a_step_past_the_controllers_state_still_brings_the_stack_to_rest():
+    """sim_loop_node's order (runtime.lockstep: the plant steps and measures before the loop
+    sleeps) serves the controller's capture requests one step past the state the controller
+    ticked on, as the distributed graph does by up to a period and the transport. The controller
+    takes each grasp as the plant closed it, from the next state it measures (captured), so the
+    stack still comes to rest: with the older state, the second hand's loop as the controller
+    modelled it was off by one step of relative motion, and the stack never did (the mission of
+    test_launch_capture: dual_arm_planar flying at 100 Hz, planar_target tumbling)."""
+    from freeflyer_control.ros.conversions import BaseReading
+    from freeflyer_control.runtime.lockstep import LockstepLoop
+
+    ff, obj, rate = load_robot("dual_arm_planar"), load_object("planar_target"), 100.0
+    server = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=rate, obj=obj, object_free=True)
+    controller = ControllerServer(ff, rate=rate, mode="flying", capture_obj=obj)
+    loop = LockstepLoop(server, controller)
+    grasps, rest_t = [], None
+    for k in range(int(40.0 * rate)):
+        t = k / rate
+        if k % 2 == 0:   # /object/odom at plant_node's object_rate, 50 Hz, between two periods
+            o = server.object_reading(t)
+            controller.on_object_odometry(BaseReading(o.pose.translation, pin.Quaternion(o.pose.rotation).coeffs(),
+                                                      o.twist[:3], o.twist[3:]), t)
+        _, fields = loop.opening(t)
+        out = loop.tick(fields, t)
+        assert out.status == "ok", out.reason
+        loop.step_ahead(t)
+        loop.measure_ahead()
+        if controller.capture_ready:   # the node's request, served by the plant between two periods
+            ok, message = server.request_capture()
+            assert ok, message
+            controller.captured()
+            grasps.append(t)
+        if len(grasps) == 2 and controller.capture_diagnostics()["capture_state"] == "at_rest":
+            rest_t = t
+            break
+    # Measured: grasps at 3.65 and 21.29 s, at rest at 21.87 s (as test_launch_capture's comment).
+    assert len(grasps) == 2, grasps
+    assert rest_t is not None and rest_t - grasps[1] < 5.0, (grasps, controller.capture_diagnostics())
+
+
+def test_a_capture_served_between_two_lockstep_periods_is_in_the_next_periods_measurement(planar):
+    """The grasp's impact changes the robot's velocities between two steps; sim_loop_node has
+    already measured the coming period's state by then (LockstepLoop.measure_ahead). The plant
+    makes the state after the impact its newest (PlantServer.request_capture), so the next
+    period publishes, and the controller ticks on, the velocities after it."""
+    from freeflyer_control.runtime.lockstep import LockstepLoop
+
+    from freeflyer_control.control.capture import CaptureTolerances
+
+    ff, obj = planar
+    # Tolerances that close the grasp wherever the hand is: only the impact matters here.
+    server = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=RATE, obj=obj, object_free=True,
+                         capture_tolerances=CaptureTolerances(position=1.0, angle=4.0, speed=10.0, angular_speed=10.0))
+    loop = LockstepLoop(server, ControllerServer(ff, rate=RATE, capture_obj=obj))
+    loop.opening(0.0)
+    loop.step_ahead(0.0)
+    loop.measure_ahead()
+    before = server.measurement().joint_velocities
+    ok, message = server.request_capture()
+    assert ok, message
+    after = loop.opening(RATE ** -1)[1].joint_velocities
+    np.testing.assert_array_equal(after, server.plant.state.v[ff.nb:])
+    assert np.abs(after - before).max() > 1e-6   # the impact moved them
+
+
 def test_holding_and_capturing_an_object_at_once_is_refused(planar):
     ff, obj = planar
     with pytest.raises(ValueError, match=r"^object and capture_object are exclusive: the robot holds an object or "

@@ -193,6 +193,7 @@ class ControllerServer:
         self.object_bounds = None if capture_obj is None else ObjectBounds.from_object(
             capture_obj, max_speed=max_base_speed, max_rate=max_base_rate)
         self._object_guard = ""          # why the object odometry was unusable at the last tick
+        self._grasp_closed = False       # the plant closed a grasp: the next tick's state says how
         self.clock = ClockGuard()
         self.reader = JointStateReader(ff.joint_names)
         self.joints = None
@@ -355,12 +356,21 @@ class ControllerServer:
         """Approaching on good inputs (the last tick was ``ok``: the object's odometry fresh and
         plausible), and within the capture tolerances now: time to call the plant's capture."""
         return (self.capture is not None and self.state is not None and self._last_status == "ok"
-                and not self._object_guard and self.capture.ready(self.state))
+                and not self._object_guard and not self._grasp_closed and self.capture.ready(self.state))
 
     def captured(self) -> None:
-        """The plant closed the grasp being approached: the mission goes on to its next phase."""
-        if self.capture is not None and self.state is not None:
-            self.capture.captured(self.state)
+        """The plant closed the grasp being approached: the mission goes on to its next phase at
+        the next tick, from the state measured then.
+
+        Not from the state of the last tick: the plant closed the grasp on its own state when
+        its capture service ran, which need not be that one (over topics it is newer by up to
+        a period and the transport; sim_loop_node steps the plant before serving its services).
+        The grasp's placement is the hand's relative to the object as the plant closed it, and
+        a closed grasp keeps it: so the first state measured after the closure gives it, where
+        the older state gave it off by the relative motion in between (enough, at 100 Hz, for
+        the second hand's loop as the controller modelled it to keep the stack from rest)."""
+        if self.capture is not None:
+            self._grasp_closed = True
 
     def capture_diagnostics(self) -> dict[str, str]:
         """Capture phase (``approach``, ``stow``, ``reach``, ``hold``, ``rest``, or ``at_rest``
@@ -499,6 +509,9 @@ class ControllerServer:
         return ControllerOutput(saturate(self.ff, tick.actuation, self.state.v), "ok", "", None)
 
     def _capture_tick(self, now: float, tc: float) -> ControllerOutput:
+        if self._grasp_closed:   # (captured)
+            self._grasp_closed = False
+            self.capture.captured(self.state)
         guard = self._object_inputs(tc)
         if guard:
             return self._zero(*guard, now)

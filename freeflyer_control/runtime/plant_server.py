@@ -225,7 +225,13 @@ class PlantServer:
             return False, "capture refused: the plant simulates no object; start it with parameter object:=NAME|PATH"
         if self.status != "ok":
             return False, f"capture refused: the plant is {self.status} ({self.reason}); call ~/reset first"
-        return self.objects.request_capture()
+        closed, message = self.objects.request_capture()
+        if closed:
+            # The grasp changed the state between two steps (the impact's velocity jump, the
+            # closed loop): the newest measurement is of the state after it, not before
+            # (sim_loop_node measures a period's state before the capture service can run).
+            self.history[-1] = self.plant.state.copy()
+        return closed, message
 
     def diagnostics(self) -> dict[str, float | str]:
         """Simulated time (s), momentum norms of the (held) state (robot and held object; a free
