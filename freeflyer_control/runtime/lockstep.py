@@ -88,8 +88,9 @@ class LockstepLoop:
     # sim_loop_node runs the same sequence split where it sleeps: opening (the state), tick,
     # step_ahead, measure_ahead | sleep | opening, tick, step_ahead, measure_ahead | ... The step
     # and the measurement then run right after the commands they need, on the caches the tick
-    # left; after the sleep they paid for its cold caches (the step 3-4x its cost here; the
-    # node's CPU per period on the emulated slower machine ~20 % lower: docs/benchmarks.md).
+    # left; after the sleep they paid for its cold caches (the step 3-4x its cost here). The
+    # node's CPU per period on the emulated slower machine fell by 14-20 % in paired runs; in
+    # process under the same CPU limit it barely moved (docs/benchmarks.md).
 
     def opening(self, now: float) -> tuple[str | None, StateFields | None]:
         """A period's state at ``now`` (s): the measurement of the state the previous period's
@@ -103,7 +104,8 @@ class LockstepLoop:
             diverged = self.plant.step(now)
             self.stepped_ahead = True
         measured, self._measured = self._measured, None
-        # The plant appends a new State object to its history at every step and reset.
+        # The plant puts a new State object at the end of its history at every step, reset and
+        # capture (PlantServer.request_capture): anything else is still the state measured.
         if measured is not None and self.plant.history[-1] is measured[0]:
             return diverged, measured[1]
         return diverged, self.plant.measurement()
@@ -116,7 +118,7 @@ class LockstepLoop:
     def measure_ahead(self) -> None:
         """The measurement of the state :meth:`step_ahead` reached, taken now (while the caches
         are warm) for the next :meth:`opening`, which uses it unless the plant's state has
-        changed since (a reset)."""
+        changed since (a reset, a capture)."""
         self._measured = (self.plant.history[-1], self.plant.measurement())
 
     def handover(self, fields: StateFields | None, now: float) -> None:
