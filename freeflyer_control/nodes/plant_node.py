@@ -204,18 +204,13 @@ class PlantNode(Node):
         costs.begin()
         diverged = self.server.step(now_s(self))
         costs.mark("step")
-        measurement = self.server.measurement()
+        measurement = self.server.measurement()   # (one draw of the noise)
         costs.mark("measurement")
-        self.stepped(diverged, measurement, start)
-        costs.end_period()
-
-    def stepped(self, diverged: str | None, measurement: StateFields | None, start: float) -> None:
-        """After this node's step: :meth:`report_divergence`, :meth:`publish_state` (the
-        measurement the step gave, one draw of the noise), :meth:`end_period`. sim_loop_node
-        calls the three at their own places in its period."""
+        # sim_loop_node calls these three at their own places in its period.
         self.report_divergence(diverged)
         self.publish_state(measurement)
         self.end_period(start)
+        costs.end_period()
 
     def report_divergence(self, diverged: str | None) -> None:
         """Log the reason of the step that diverged (given once, by that step), and say so on

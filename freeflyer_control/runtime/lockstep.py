@@ -71,8 +71,8 @@ class LockstepLoop:
 
     def step(self, now: float) -> tuple[str | None, StateFields | None]:
         """The plant's step under the commands it holds; (divergence reason or None, the
-        measurement to publish and to control on, None once diverged). The node publishes the
-        state between step and tick, so that the state goes out before the controller's work."""
+        measurement to publish and to control on, None once diverged). sim_loop_node takes the
+        step at the end of the period before (:meth:`opening`, :meth:`step_ahead`)."""
         diverged = self.plant.step(now)
         return diverged, self.plant.measurement()
 
@@ -99,16 +99,15 @@ class LockstepLoop:
         :meth:`step_ahead`. The first period steps here first, as :meth:`period` does. Returns
         (the divergence reason of a step taken here, else None; the measurement to publish and
         tick on, None once diverged)."""
-        diverged = None
         if not self.stepped_ahead:
-            diverged = self.plant.step(now)
             self.stepped_ahead = True
+            return self.step(now)
         measured, self._measured = self._measured, None
         # The plant puts a new State object at the end of its history at every step, reset and
         # capture (PlantServer.request_capture): anything else is still the state measured.
         if measured is not None and self.plant.history[-1] is measured[0]:
-            return diverged, measured[1]
-        return diverged, self.plant.measurement()
+            return None, measured[1]
+        return None, self.plant.measurement()
 
     def step_ahead(self, now: float) -> str | None:
         """The plant's step under the commands :meth:`tick` just handed it (stamped ``now``, s):
