@@ -24,8 +24,11 @@ node's own Python and compiled work cost on that machine, without ROS.
     python bench/bench_lockstep.py [--robot planar_4link] [--rate 500] [--compare DIR]
     python bench/bench_lockstep.py --paced --cpu-share 0.37 [--compare DIR]   # root
 
-Prints one table: per source, the median over rounds of each stage's CPU per period (us). This
-is a benchmark, not a test.
+Prints one table: per source, the median over rounds of each stage's CPU per period (us), and
+of the period's compiled calls alone: the numba kernels one period calls from Python (the plant
+step, the resolved-rate and computed-torque laws, the saturations), recorded with their
+arguments and replayed on the same schedule, without the Python between them (what a period
+compiled as one call could come down to). This is a benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 STAGES = ("step", "measurement", "handover", "tick", "command")
+KERNELS = "compiled calls alone"   # the period's numba kernels replayed on its schedule (compiled_calls)
 
 
 def _mark(times: dict[str, int], stage: str, t0: int, clock) -> int:
@@ -113,14 +117,55 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
             k += 1
 
     periods_of(500, None)  # warm: kernels loaded, the target reached its tracking regime
-    out: dict[str, list[float]] = {name: [] for name in STAGES + ("period",)}
+    out: dict[str, list[float]] = {name: [] for name in STAGES + ("period", KERNELS)}
     for _ in range(rounds):
         sums = dict.fromkeys(STAGES, 0)
         periods_of(periods, sums)
         for stage in STAGES:
             out[stage].append(sums[stage] / periods / 1e3)
         out["period"].append(sum(sums.values()) / periods / 1e3)
+    calls = compiled_calls(lambda: periods_of(1, None))
+    if calls:  # (none without numba: the row stays empty)
+        for _ in range(rounds):
+            total = 0
+            for _ in range(periods):
+                if paced:
+                    delay = start + k * dt - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                t = clock()
+                for kernel, args, kwargs in calls:
+                    kernel(*args, **kwargs)
+                total += clock() - t
+                k += 1
+            out[KERNELS].append(total / periods / 1e3)
     return out
+
+
+def compiled_calls(run) -> list[tuple]:
+    """(kernel, arguments, keyword arguments) of every numba kernel ``run()`` calls from Python, in order: replayed
+    alone, on the period's schedule, they are what a period costs without the Python between
+    them (the kernels read their inputs from the arguments and write only their outputs and
+    scratch, so a replay repeats the same work)."""
+    from numba.core.registry import CPUDispatcher
+
+    calls = []
+    own = CPUDispatcher.__dict__.get("__call__")
+    call = CPUDispatcher.__call__
+
+    def record(kernel, *args, **kwargs):
+        calls.append((kernel, args, kwargs))
+        return call(kernel, *args, **kwargs)
+
+    CPUDispatcher.__call__ = record
+    try:
+        run()
+    finally:
+        if own is None:
+            del CPUDispatcher.__call__
+        else:
+            CPUDispatcher.__call__ = own
+    return calls
 
 
 def main(argv=None) -> int:
@@ -190,7 +235,9 @@ def measure(args, run) -> int:
     head = "| stage | " + " | ".join(label or "us" for label in labels) + (" | after / before |" if args.compare else " |")
     print(head)
     print("|---|" + "---:|" * (len(labels) + (1 if args.compare else 0)))
-    for name in STAGES + ("period",):
+    for name in STAGES + ("period", KERNELS):
+        if not all(results[label].get(name) for label in labels):
+            continue   # no compiled calls (numba absent)
         medians = [float(np.median(results[label][name])) for label in labels]
         ratio = f" | {medians[1] / medians[0]:.2f} |" if args.compare else " |"
         print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + ratio)
