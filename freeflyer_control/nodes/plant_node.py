@@ -72,6 +72,7 @@ from freeflyer_control.ros.serialized import multiarray_data
 from freeflyer_control.runtime.object_plant import held_initial_state
 from freeflyer_control.runtime.period_costs import PeriodCosts, diagnostic_values
 from freeflyer_control.runtime.plant_server import PlantServer, SensorNoise
+from freeflyer_control.runtime.recent_rises import RecentRises
 from freeflyer_control.physics.kernels.arrays import NotCovered
 
 PARAMS = ROBOT_PARAMS + (
@@ -139,6 +140,7 @@ class PlantNode(Node):
         self.errors = 0
         self.overruns = 0
         self.dropped_periods = 0   # lockstep: periods sim_loop_node's schedule dropped (runtime.schedule)
+        self.rises = RecentRises()   # the diagnostics level: WARN while one of those counters rose lately
         self.steps = 0
         self.wall0 = time.monotonic()
 
@@ -292,8 +294,9 @@ class PlantNode(Node):
         if self.server.status != "ok":
             level, message = "error", self.server.reason
         else:
-            trouble = self.overruns or self.errors or self.dropped_periods
-            level, message = ("warn" if trouble else "ok"), "simulating"
+            rose = self.rises.update(time.monotonic(), {"step_overruns": self.overruns, "refused_commands": self.errors,
+                                                         "dropped_periods": self.dropped_periods})
+            level, message = ("warn", f"simulating; {self.rises.message(rose)}") if rose else ("ok", "simulating")
         self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, message, values))
 
     def _on_params(self, params):

@@ -58,6 +58,7 @@ from freeflyer_control.nodes.common import (
 from freeflyer_control.physics.state import make_state
 from freeflyer_control.physics.kernels.arrays import NotCovered
 from freeflyer_control.ros.conversions import fields_from_state
+from freeflyer_control.runtime.recent_rises import RecentRises
 
 PARAMS = (
     Param("testbed_config", "", "testbed config .yaml: a path, or a name or path relative to the package's "
@@ -93,6 +94,7 @@ class TestbedEmulatorNode(Node):
         self.t0 = self.get_clock().now().nanoseconds   # emulated time 0, ns on the node clock
         self.period = 1.0 / (p["step_rate"] or cfg.rate)
         self.refused = 0
+        self.rises = RecentRises()   # the diagnostics level: WARN while refusals rose lately
         self.last_refusal = ""
         self.overruns = 0
         self.told_divergence = False
@@ -203,8 +205,12 @@ class TestbedEmulatorNode(Node):
                   "active_faults": ", ".join(f.kind for f in active) or "-",
                   "refused_commands": self.refused, "last_refusal": self.last_refusal or "-",
                   "step_overruns": self.overruns}
-        level = "warn" if active or self.refused else "ok"
-        message = f"fault: {values['active_faults']}" if active else "emulating"
+        rose = self.rises.update(time.monotonic(), {"refused_commands": self.refused})
+        level = "warn" if active or rose else "ok"
+        if active:
+            message = f"fault: {values['active_faults']}"
+        else:
+            message = f"emulating; {self.rises.message(rose)}" if rose else "emulating"
         if emu.diverged:
             level, message = "error", emu.diverged
         self.pub_diag.publish(diagnostics(self, "freeflyer: testbed emulator", level, message, values))
