@@ -90,7 +90,7 @@ class LockstepLoop:
     # and the measurement then run right after the commands they need, on the caches the tick
     # left; after the sleep they paid for its cold caches (the step 3-4x its cost here). The
     # node's CPU per period on the emulated slower machine fell by 14-20 % in paired runs; in
-    # process under the same CPU limit it barely moved (docs/benchmarks.md).
+    # process under the same CPU limit it barely moved (the CHANGELOG has the pairs).
 
     def opening(self, now: float) -> tuple[str | None, StateFields | None]:
         """A period's state at ``now`` (s): the measurement of the state the previous period's
