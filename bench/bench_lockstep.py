@@ -143,10 +143,10 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
 
 
 def compiled_calls(run) -> list[tuple]:
-    """(kernel, arguments, keyword arguments) of every numba kernel ``run()`` calls from Python, in order: replayed
-    alone, on the period's schedule, they are what a period costs without the Python between
-    them (the kernels read their inputs from the arguments and write only their outputs and
-    scratch, so a replay repeats the same work)."""
+    """(kernel, arguments, keyword arguments) of every numba kernel ``run()`` calls from Python,
+    in order. Replayed alone on the period's schedule, they are what a period costs without the
+    Python between them: the kernels read their inputs from their arguments and write only their
+    outputs and scratch, so a replay repeats the same work."""
     from numba.core.registry import CPUDispatcher
 
     calls = []

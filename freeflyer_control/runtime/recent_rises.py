@@ -24,7 +24,8 @@ class RecentRises:
     """
 
     hold: float = RISE_HOLD
-    _seen: dict[str, tuple[int, float | None]] = field(default_factory=dict, repr=False)  # name -> (count, last rise s)
+    # name -> (the count last seen, s of its last rise or None)
+    _seen: dict[str, tuple[int, float | None]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
         if not self.hold > 0:
