@@ -6,10 +6,10 @@ hand-over to the controller server, its tick, the commands back), on the robot's
 an end-effector target 5 cm away (as bench_ros_loop.py sends it, so that every tick runs the
 task-space law), measured on the thread's CPU clock per stage, in sim_loop_node's order: the
 step and the measurement after the commands, before the sleep (``LockstepLoop.opening``,
-``step_ahead``, ``measure_ahead``), or first in a checkout from before that change. What the ROS node adds (message
-conversion, publication, the executor) is bench_ros_loop.py's; this isolates the Python and
-compiled work the node's period wraps, on hot caches (the node's own figures are higher: between
-two of its periods other processes run).
+``step_ahead``, ``measure_ahead``), or first in a checkout from before that change. What the
+ROS node adds (message conversion, publication, the executor) is bench_ros_loop.py's; this
+isolates the Python and compiled work the node's period wraps, on hot caches (the node's own
+figures are higher: between two of its periods other processes run).
 
 ``--compare DIR`` measures another checkout (e.g. a ``git worktree`` of main) beside this one:
 child processes of each, alternating, so that before and after see the same machine.
@@ -83,13 +83,16 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
     k = 0
     start = time.monotonic()
 
+    def wait_for_period() -> None:
+        """Sleep until period k starts on sim_loop_node's schedule (when paced)."""
+        delay = start + k * dt - time.monotonic()
+        if paced and delay > 0:
+            time.sleep(delay)
+
     def periods_of(n: int, sums: dict[str, int] | None) -> None:
         nonlocal k
         for _ in range(n):
-            if paced:  # sim_loop_node's schedule
-                delay = start + k * dt - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+            wait_for_period()
             now = k * dt
             if k == 2:
                 controller.set_ee_target(ee, target, None)
@@ -129,10 +132,7 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
         for _ in range(rounds):
             total = 0
             for _ in range(periods):
-                if paced:
-                    delay = start + k * dt - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
+                wait_for_period()
                 t = clock()
                 for kernel, args, kwargs in calls:
                     kernel(*args, **kwargs)

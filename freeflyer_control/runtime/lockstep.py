@@ -60,7 +60,7 @@ class LockstepLoop:
         self.controller = controller
         # As controller_node publishes /base/wrench_command only with ideal base actuation.
         self.ideal_base = controller.base_actuation == "ideal"
-        self.stepped_ahead = False   # the plant holds the coming period's state (step_ahead)
+        self._stepped_ahead = False   # the plant holds the coming period's state (step_ahead)
         self._measured = None        # (the plant's newest state, its measurement): measure_ahead
 
     def period(self, now: float) -> LockstepPeriod:
@@ -99,8 +99,8 @@ class LockstepLoop:
         :meth:`step_ahead`. The first period steps here first, as :meth:`period` does. Returns
         (the divergence reason of a step taken here, else None; the measurement to publish and
         tick on, None once diverged)."""
-        if not self.stepped_ahead:
-            self.stepped_ahead = True
+        if not self._stepped_ahead:
+            self._stepped_ahead = True
             return self.step(now)
         measured, self._measured = self._measured, None
         # The plant puts a new State object at the end of its history at every step, reset and
