@@ -54,7 +54,8 @@ def _mark(times: dict[str, int], stage: str, t0: int, clock) -> int:
     return t
 
 
-def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = False) -> dict[str, list[float]]:
+def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = False,
+          python_periods: bool = False) -> dict[str, list[float]]:
     """Per round, each stage's mean CPU per period (us) and the whole period's, in this process
     (imports the freeflyer_control on sys.path: this checkout, or the one --compare names)."""
     import pinocchio as pin
@@ -70,7 +71,10 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
     # compiled=None: plant_node's default (plant_step:=auto), the compiled step where numba is
     plant = PlantServer(ff, make_state(ff, joint_positions=dict(ff.ready_pose)), rate=rate, compiled=None)
     controller = ControllerServer(ff, rate=rate)
-    loop = LockstepLoop(plant, controller)
+    # A checkout with compiled periods (runtime.compiled_period) computes plain ones in one call
+    # (LockstepLoop.tick_and_step), unless python_periods: every period through the Python calls.
+    fused = hasattr(LockstepLoop, "tick_and_step") and not python_periods
+    loop = LockstepLoop(plant, controller, compiled=False) if python_periods else LockstepLoop(plant, controller)
     data = ff.create_data()
     pin.framesForwardKinematics(ff.model, data, plant.plant.state.q)
     ee = ff.end_effectors[0]
@@ -105,13 +109,19 @@ def child(robot: str, rate: float, rounds: int, periods: int, paced: bool = Fals
             t = _mark(times, "measurement", t, clock)
             loop.handover(fields, now)
             t = _mark(times, "handover", t, clock)
-            out = loop.controller.tick(now)
-            t = _mark(times, "tick", t, clock)
-            loop.command(out.actuation, now)
-            t = _mark(times, "command", t, clock)
-            if split:   # the step and the measurement after the commands, before the sleep
+            if fused:   # the tick, the commands and the step: one compiled call where plain
+                loop.tick_and_step(now)
+                t = _mark(times, "tick", t, clock)
+                times["command"] = times["step"] = 0
+            else:
+                out = loop.controller.tick(now)
+                t = _mark(times, "tick", t, clock)
+                loop.command(out.actuation, now)
+                t = _mark(times, "command", t, clock)
+            if split and not fused:   # the step and the measurement after the commands, before the sleep
                 loop.step_ahead(now)
                 t = _mark(times, "step", t, clock)
+            if split:
                 loop.measure_ahead()
                 times["measurement"] += clock() - t
             if sums is not None:
@@ -180,9 +190,10 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu-share", type=float, default=None, metavar="F",
                         help="each child in a CPU bandwidth group of F of a core (root; bench/slow_cpu.py)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--python-periods", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.robot, args.rate, args.rounds, args.periods, args.paced)))
+        print(json.dumps(child(args.robot, args.rate, args.rounds, args.periods, args.paced, args.python_periods)))
         return 0
     if args.cpu_share is None:
         return measure(args, subprocess.run)
@@ -210,14 +221,19 @@ def main(argv=None) -> int:
 
 def measure(args, run) -> int:
     """The alternating child processes (``run``: subprocess.run's signature) and the table."""
-    sources = [("before", Path(args.compare).resolve()), ("after", REPO)] if args.compare else [("", REPO)]
-    results: dict[str, dict[str, list[float]]] = {label: {} for label, _ in sources}
+    # (label, checkout, every period through the Python calls)
+    if args.compare:
+        sources = [("before", Path(args.compare).resolve(), False), ("after", REPO, False)]
+    else:
+        sources = [("Python periods", REPO, True), ("compiled periods", REPO, False)]
+    results: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in sources}
     for _ in range(args.alternations):
-        for label, source in sources:
+        for label, source, python_periods in sources:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--robot", args.robot,
                    "--rate", str(args.rate), "--rounds", str(args.rounds), "--periods", str(args.periods)]
             cmd += ["--paced"] if args.paced else []
+            cmd += ["--python-periods"] if python_periods else []
             done = run(cmd, env=env, cwd=str(source), capture_output=True, text=True, timeout=1800)
             if done.returncode != 0:
                 print(f"{source}: the child process failed:\n{done.stderr}", file=sys.stderr)
@@ -231,16 +247,15 @@ def measure(args, run) -> int:
           "CPU per period, us, "
           f"median of {args.alternations * args.rounds} rounds of {args.periods} periods "
           f"(load average {os.getloadavg()[0]:.2f} at the end)")
-    labels = [label for label, _ in sources]
-    head = "| stage | " + " | ".join(label or "us" for label in labels) + (" | after / before |" if args.compare else " |")
-    print(head)
-    print("|---|" + "---:|" * (len(labels) + (1 if args.compare else 0)))
+    labels = [label for label, _, _ in sources]
+    print("| stage | " + " | ".join(labels) + f" | {labels[1]} / {labels[0]} |")
+    print("|---|" + "---:|" * (len(labels) + 1))
     for name in STAGES + ("period", KERNELS):
         if not all(results[label].get(name) for label in labels):
             continue   # no compiled calls (numba absent)
         medians = [float(np.median(results[label][name])) for label in labels]
-        ratio = f" | {medians[1] / medians[0]:.2f} |" if args.compare else " |"
-        print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + ratio)
+        ratio = f"{medians[1] / medians[0]:.2f}" if medians[0] else "-"
+        print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + f" | {ratio} |")
     return 0
 
 

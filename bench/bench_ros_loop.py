@@ -399,7 +399,7 @@ COST_ROWS = (
     ("measurement", "plant measurement (state fields)"),
     ("state_msgs", "conversion out: state messages"),
     ("state_publish", "publication: /joint_states, /base/odom (TF at tf_rate)"),
-    ("tick", "controller tick"),
+    ("tick", "controller tick (sim_loop_node: with the plant's step)"),
     ("command_msgs", "conversion out: command messages"),
     ("command_publish", "publication: commands"),
     ("loop_overhead", "loop thread outside the stages: waits, wake-ups, timers"),

@@ -14,7 +14,7 @@ from conftest import BUNDLED_ROBOTS, random_state, robot
 from freeflyer_control.physics import fastpath
 from freeflyer_control.physics.actuators import (
     Actuation,
-    _compiled_saturation,
+    compiled_saturation,
     applied_actuation,
     base_wrench_limits,
     generalized_forces,
@@ -58,7 +58,7 @@ def assert_identical(a: Actuation, b: Actuation):
 @pytest.mark.parametrize("name", BUNDLED_ROBOTS)
 def test_the_compiled_saturation_gives_the_numpy_definitions_bits(name):
     ff = robot(name)
-    assert _compiled_saturation(ff) is not None
+    assert compiled_saturation(ff) is not None
     rng = np.random.default_rng(4)
     speeds = np.asarray(ff.wheel_max_speeds, float)
     for i in range(60):
@@ -81,7 +81,7 @@ def test_the_compiled_saturation_gives_the_numpy_definitions_bits(name):
 
 def test_commands_that_are_not_a_periods_own_take_the_numpy_path_and_its_errors():
     ff = robot("planar_4link")
-    compiled = _compiled_saturation(ff)
+    compiled = compiled_saturation(ff)
     na = len(ff.arm_joint_names)
     arm = np.ones(na)
     # a list, the wrong size, integers, a strided view: the NumPy path (conversions, errors)

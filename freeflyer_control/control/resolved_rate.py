@@ -233,8 +233,19 @@ class ResolvedRate:
 
     def _joint_rates_compiled(self, compiled, state: State, mode: Mode,
                               targets: Sequence[TaskReference]) -> ResolvedRateResult:
-        uses = [self._use(target) for target in targets]
-        qdot, m, lam2, limited, err, sv = compiled.solve(state.q, state.v, mode, targets, uses)
+        uses = self.uses(targets)
+        return self.compiled_result(targets, uses, compiled.solve(state.q, state.v, mode, targets, uses))
+
+    def uses(self, targets: Sequence[TaskReference]) -> list[np.ndarray]:
+        """Each target's commanded GJM rows (:meth:`_use`), as the compiled path takes them."""
+        return [self._use(target) for target in targets]
+
+    def compiled_result(self, targets: Sequence[TaskReference], uses: list[np.ndarray],
+                        solved: tuple) -> ResolvedRateResult:
+        """The result of the compiled path's solve (``CompiledRates.solve`` / ``solved``) for
+        ``targets`` and their ``uses``: its arrays copied, the measures from its singular values;
+        a task taller than the arm warns (once)."""
+        qdot, m, lam2, limited, err, sv = solved
         rows: tuple[tuple[str, str], ...] = ()
         for target, use in zip(targets, uses):
             rows += self._rows(target.frame, use)

@@ -140,6 +140,7 @@ class PlantNode(Node):
         self.errors = 0
         self.overruns = 0
         self.dropped_periods = 0   # lockstep: periods sim_loop_node's schedule dropped (runtime.schedule)
+        self.lockstep = None       # sim_loop_node's LockstepLoop (runtime.lockstep), which steps this plant
         self.rises = RecentRises()   # the diagnostics level: WARN while one of those counters rose lately
         self.steps = 0
         self.wall0 = time.monotonic()
@@ -289,7 +290,7 @@ class PlantNode(Node):
         wall = time.monotonic() - self.wall0
         values = {**d, "real_time_factor": f"{self.steps * self.period / wall:.3f}" if wall > 0 else "-",
                   "step_overruns": self.overruns, "dropped_periods": self.dropped_periods,
-                  "refused_commands": self.errors,
+                  "refused_commands": self.errors, **self._lockstep_values(),
                   **diagnostic_values(self.costs.window())}
         if self.server.status != "ok":
             level, message = "error", self.server.reason
@@ -298,6 +299,11 @@ class PlantNode(Node):
                                                          "dropped_periods": self.dropped_periods})
             level, message = ("warn", f"simulating; {self.rises.message(rose)}") if rose else ("ok", "simulating")
         self.pub_diag.publish(diagnostics(self, "freeflyer: plant", level, message, values))
+
+    def _lockstep_values(self) -> dict[str, int]:
+        """In sim_loop_node: how many periods took one compiled call, and how many Python."""
+        compiled = self.lockstep.compiled if self.lockstep is not None else None
+        return {} if compiled is None else {"compiled_periods": compiled.compiled, "python_periods": compiled.python}
 
     def _on_params(self, params):
         """command_timeout is settable at run time (rclpy has checked its range)."""

@@ -6,13 +6,18 @@ services, topics, TF and diagnostics, on one executor. One loop, at the plant's 
 whole period in order (runtime.lockstep.LockstepLoop's sequence): the plant publishes its state;
 the controller ticks on that state, handed over in the process, and publishes its commands; the
 plant steps under them to the next period's state, and measures it, before the loop sleeps (a
-~/reset served in between is what the next period publishes). The controller never
+~/reset served in between is what the next period publishes). Where the period is plain
+(runtime.compiled_period: computed torque in floating or rotation-floating mode, no blend, a
+plant without object, noise or latency) the tick, the commands and the step are one compiled
+call with the same results; plant_node's /diagnostics count those periods (compiled_periods,
+python_periods). The controller never
 waits for a state and the plant never steps without its answer, whatever the load: a late
 period is late as a whole. rclpy's executor serves every other callback (parameters, services,
 references, /estop, the diagnostics timers) as it becomes ready, in a thread of its own that
 sleeps until then (nodes.loop.CallbackThread), never during a period. plant_node's /diagnostics
 say where a period goes (``period_us.*``: measurement, state messages and their publication,
-the hand-over to the controller, its tick, command messages and their publication, the step).
+the hand-over to the controller, its tick with the commands and the plant's step, command
+messages and their publication).
 
 What differs from the distributed graph: the plant takes its commands from the hosted controller
 only (it does not subscribe to /joint_effort_commands and the other command topics; the hosted
@@ -48,10 +53,11 @@ from freeflyer_control.runtime.schedule import PeriodSchedule
 # for the other callbacks (parameters, services, references, e-stop, diagnostics) in a thread of
 # its own, each callback under the lock a period holds, so no callback races a period.
 
-# One period's stages (runtime.period_costs), on plant_node's /diagnostics; the step and the
-# measurement of the next state come last (LockstepDriver.period).
-STAGES = ("measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs", "command_publish",
-          "step")
+# One period's stages (runtime.period_costs), on plant_node's /diagnostics; "tick" is the
+# controller's tick, its commands to the plant and the plant's step (one compiled call in a plain
+# period: runtime.compiled_period), and the measurement of the next state comes last
+# (LockstepDriver.period).
+STAGES = ("measurement", "state_msgs", "state_publish", "handover", "tick", "command_msgs", "command_publish")
 
 
 class LockstepDriver:
@@ -69,16 +75,22 @@ class LockstepDriver:
         # One period, one set of stages: the plant's diagnostics report it.
         plant.costs = controller.costs = self.costs = PeriodCosts(STAGES)
         controller.reports_costs = False
+        plant.lockstep = self.loop   # its compiled and Python periods on the plant's /diagnostics
         self.schedule: PeriodSchedule | None = None   # made when the loop starts
         plant.get_logger().info("plant and controller in lockstep: one loop publishes the plant's state, "
                                 "ticks the controller on it and steps the plant under its commands")
+        refusal = self.loop.compiled.refusal
+        plant.get_logger().info("lockstep periods: in Python (" + refusal + ")" if refusal else
+                                "lockstep periods: tick and step in one compiled call where the period is plain "
+                                "(computed torque, floating or rotation-floating, no blend)")
 
     def period(self) -> None:
         """One period, each stage marked: the plant's state published, the controller's tick on
-        it, its commands published and handed to the plant, and the plant's step under them to
-        the next period's state, measured at once (runtime.lockstep.LockstepLoop.opening,
-        step_ahead, measure_ahead: the servers' sequence is LockstepLoop.period's; the sleep
-        falls after the step and the measurement, which then find warm caches)."""
+        it with its commands handed to the plant and the plant's step under them to the next
+        period's state (runtime.lockstep.LockstepLoop.tick_and_step: one compiled call in a plain
+        period), the commands published, and the next state measured at once
+        (LockstepLoop.opening, measure_ahead: the servers' sequence is LockstepLoop.period's;
+        the sleep falls after the step and the measurement, which then find warm caches)."""
         start = time.perf_counter()
         costs, loop, plant = self.costs, self.loop, self.plant
         costs.begin()
@@ -89,12 +101,10 @@ class LockstepDriver:
         plant.publish_state(fields)   # state_msgs, state_publish
         loop.handover(fields, now)
         costs.mark("handover")
-        out = loop.controller.tick(now)
+        out, diverged = loop.tick_and_step(now)
         costs.mark("tick")
-        loop.command(out.actuation, now)
         self.controller.ticked(out)   # command_msgs, command_publish
-        plant.report_divergence(loop.step_ahead(now))
-        costs.mark("step")
+        plant.report_divergence(diverged)
         loop.measure_ahead()
         costs.mark("measurement")
         plant.end_period(start)

@@ -156,7 +156,7 @@ def _clip(x: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float) -> np.n
 _COMPILED_SATURATION: dict[int, tuple[FreeFlyerModel, object]] = {}
 
 
-def _compiled_saturation(ff: FreeFlyerModel):
+def compiled_saturation(ff: FreeFlyerModel):
     """The robot's ``physics.kernels.actuators.CompiledSaturation`` once its kernel is warmed
     (``fastpath.warm("saturation")``: the servers, the plant and the engines warm it where numba
     is installed), else None: the NumPy expressions of :func:`_saturated` (the reference)."""
@@ -181,7 +181,7 @@ def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
     call where numba is installed (``physics.kernels.actuators.saturated_commands``: the same
     clips, the same bits; ~4 us against ~10 here); anything else, and the reference, the NumPy
     expressions below."""
-    compiled = _compiled_saturation(ff)
+    compiled = compiled_saturation(ff)
     if compiled is not None:
         out = compiled.saturate(act.arm_torques, act.wheel_torques, act.thruster_forces, act.base_wrench_world, v)
         if out is not None:

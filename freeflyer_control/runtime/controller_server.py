@@ -32,6 +32,7 @@ Safety rules (DESIGN.md §7):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -453,15 +454,20 @@ class ControllerServer:
             self.loop.start(self.state)
 
     # --- the tick -------------------------------------------------------------------------
-    def tick(self, now: float) -> ControllerOutput:
-        """Commands for the period from ``now`` (s, node clock). Never raises."""
+    def tick(self, now: float, law_tick: Callable[[float], ControllerOutput | None] | None = None) -> ControllerOutput:
+        """Commands for the period from ``now`` (s, node clock). Never raises.
+
+        ``law_tick``: where the control loop would tick on :attr:`state` (every check before it
+        passed; no object held or captured), it is called first with the law's time (s) and may
+        do that tick itself, returning its output, or return None to leave it to the loop
+        (sim_loop_node's compiled period, runtime.compiled_period)."""
         self.stats.ticks += 1
         try:
-            return self._tick(now)
+            return self._tick(now, law_tick)
         except Exception as exc:  # noqa: BLE001  the last line of defence: a node must outlive its law
             return self._fault(f"control law raised {type(exc).__name__}: {exc}", now)
 
-    def _tick(self, now: float) -> ControllerOutput:
+    def _tick(self, now: float, law_tick=None) -> ControllerOutput:
         tc = self._time(now, tick=True)
         stale = self.watchdog.stale(tc) if tc is not None else [f"clock reads {now} s"]
         if self.joints is not None and self.base is not None and not (stale and self.started):
@@ -489,6 +495,11 @@ class ControllerServer:
             return self._object_tick(now)
         if self.capture is not None:
             return self._capture_tick(now, tc)
+        if law_tick is not None:
+            out = law_tick(tc)
+            if out is not None:
+                self._last_status = "ok"
+                return out
         actuation, info = self.loop.tick(tc, self.state, self.period)
         if info.fault is not None:
             return self._fault(str(info.fault), now)

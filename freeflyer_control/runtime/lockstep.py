@@ -17,6 +17,7 @@ import numpy as np
 
 from freeflyer_control.control.effort import Actuation
 from freeflyer_control.ros.conversions import StateFields
+from freeflyer_control.runtime.compiled_period import CompiledPeriod
 from freeflyer_control.runtime.controller_server import ControllerOutput, ControllerServer
 from freeflyer_control.runtime.plant_server import PlantServer
 
@@ -49,9 +50,11 @@ class LockstepLoop:
     Args:
         plant: the simulated plant (its rate is the loop's).
         controller: the controller; its rate must equal the plant's (one tick per step).
+        compiled: :meth:`tick_and_step` computes plain periods in one compiled call
+            (runtime.compiled_period; the same results); False: always the Python calls.
     """
 
-    def __init__(self, plant: PlantServer, controller: ControllerServer):
+    def __init__(self, plant: PlantServer, controller: ControllerServer, compiled: bool = True):
         if abs(controller.period - plant.plant.dt) > 1e-12:
             raise ValueError(f"lockstep needs one control tick per plant step: controller rate "
                              f"{1.0 / controller.period:g} Hz differs from plant rate "
@@ -62,6 +65,8 @@ class LockstepLoop:
         self.ideal_base = controller.base_actuation == "ideal"
         self._stepped_ahead = False   # the plant holds the coming period's state (step_ahead)
         self._measured = None        # (the plant's newest state, its measurement): measure_ahead
+        # tick_and_step's plain periods in one compiled call (None: every period in Python)
+        self.compiled: CompiledPeriod | None = CompiledPeriod(self) if compiled else None
 
     def period(self, now: float) -> LockstepPeriod:
         """One period at ``now`` (s, the node clock both servers read): :meth:`step`, then
@@ -119,6 +124,22 @@ class LockstepLoop:
         are warm) for the next :meth:`opening`, which uses it unless the plant's state has
         changed since (a reset, a capture)."""
         self._measured = (self.plant.history[-1], self.plant.measurement())
+
+    def tick_and_step(self, now: float) -> tuple[ControllerOutput, str | None]:
+        """The controller's tick at ``now`` (s) on the state :meth:`handover` gave it, its
+        commands to the plant and the plant's step under them (:meth:`step_ahead`): (the tick,
+        the divergence reason when the step diverged). A plain period takes one compiled call
+        (runtime.compiled_period), any other the Python calls; the result is the same."""
+        fused = self.compiled
+        if fused is None:
+            out = self.controller.tick(now)
+        else:
+            fused.begin(now)
+            out = self.controller.tick(now, fused.law_tick)
+            if fused.stepped:
+                return out, fused.diverged
+        self.command(out.actuation, now)
+        return out, self.step_ahead(now)
 
     def handover(self, fields: StateFields | None, now: float) -> None:
         """The measurement to the controller, as its /joint_states and /base/odom callbacks would

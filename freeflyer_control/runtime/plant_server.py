@@ -20,6 +20,7 @@ closed chains, or floating free until :meth:`request_capture` closes the grasp.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,6 +142,21 @@ class PlantServer:
     def _set(self, key: str, values, now: float, size: int) -> None:
         self._cmd[key] = (finite_array(values, key, size), now)
 
+    def hold(self, arm: np.ndarray, wheels: np.ndarray, thrusters: np.ndarray, wrench_world: np.ndarray | None,
+             now: float) -> None:
+        """Hold a period's commands at ``now`` (s) as the set_* methods do, given as float64
+        vectors of the robot's sizes already checked finite (a controller's saturated output):
+        wheels and thrusters when the robot has them, the base wrench (world axes, the robot's
+        nb) unless None. For runtime.compiled_period, which checked them in its compiled call."""
+        cmd = self._cmd
+        cmd["arm"] = (arm, now)
+        if wheels.size:
+            cmd["wheels"] = (wheels, now)
+        if thrusters.size:
+            cmd["thrusters"] = (thrusters, now)
+        if wrench_world is not None:
+            cmd["wrench"] = (wrench_world, now)
+
     def actuation(self, now: float) -> Actuation:
         """The held commands, with stale ones zeroed: older than ``command_timeout``, stamped
         after ``now`` (the clock stepped back), or at a non-finite time."""
@@ -157,12 +173,22 @@ class PlantServer:
         """
         if self.status != "ok":
             return None
+        return self.stepped(lambda: self._step(now))
+
+    def _step(self, now: float) -> None:
+        act = self.actuation(now)
+        if self.objects is None:
+            self.plant.step(act)
+        else:
+            self.objects.step(act)
+
+    def stepped(self, step: Callable[[], object]) -> str | None:
+        """Run ``step`` (it advances the plant one period, or raises PlantDiverged) and keep
+        the books of :meth:`step`: the new state in the history, or the divergence's status and
+        reason, which it returns (else None). For :meth:`step`, and for a caller that steps
+        the plant itself (runtime.compiled_period)."""
         try:
-            act = self.actuation(now)
-            if self.objects is None:
-                self.plant.step(act)
-            else:
-                self.objects.step(act)
+            step()
         except PlantDiverged as exc:
             self.status, self.reason = "diverged", exc.reason
             return exc.reason

@@ -334,17 +334,25 @@ class CompiledTorque:
         (q, v) in ``mode`` (covered) on the arm reference (arm order: rad, rad/s, rad/s^2) and
         the commanded base coordinates' desired accelerations ``u_base`` (world axes). Fresh
         arrays."""
-        code, c0, c1, layout = self.plans[mode]
+        args = self.arguments(q, v, mode, u_base)
         jref = self.jref
         jref[0], jref[1], jref[2] = position, velocity, acceleration
+        joint_space_effort(*args)
+        return args[-4], args[-3], args[-2]
+
+    def arguments(self, q: np.ndarray, v: np.ndarray, mode, u_base: np.ndarray) -> tuple:
+        """:func:`joint_space_effort`'s arguments at (q, v) in ``mode`` (covered) with ``u_base``,
+        its outputs (arm, wheels, wrench: the last but one three) fresh arrays; the arm
+        reference is read from ``self.jref`` (3, na: position, velocity, acceleration), which the
+        caller fills. For :meth:`effort`, and for a compiled caller that makes the same call
+        itself (sim.fast.period)."""
+        code, c0, c1, layout = self.plans[mode]
         if c1 > c0:
             self.ubase[:c1 - c0] = u_base
         self.q[:] = q
         self.v[:] = v
         na, nw, nb = self.sizes
-        arm, wheels, wrench = np.empty(na), np.empty(nw), np.empty(nb)
         arm_v, arm_q, arm_kind, arm_rel, wheel_rel = self.arm
-        joint_space_effort(self.km, self.ws_buf, code, nb, c0, c1, layout, self.q, self.v, self.ubase, jref, self.kp,
-                           self.kd, arm_v, arm_q, arm_kind, arm_rel, wheel_rel, self.wheel_limit, self.M, self.b,
-                           self.qa, self.u, arm, wheels, wrench, self.cws)
-        return arm, wheels, wrench
+        return (self.km, self.ws_buf, code, nb, c0, c1, layout, self.q, self.v, self.ubase, self.jref, self.kp,
+                self.kd, arm_v, arm_q, arm_kind, arm_rel, wheel_rel, self.wheel_limit, self.M, self.b, self.qa,
+                self.u, np.empty(na), np.empty(nw), np.empty(nb), self.cws)

@@ -590,11 +590,11 @@ class CompiledRates:
             R = self._attitudes[key] = rotation_from_xyzw(xyzw)
         return R
 
-    def solve(self, q: np.ndarray, v: np.ndarray, mode, targets, uses) -> tuple:
-        """(qdot, m, lambda^2, limited, err[:m], sv[:min(m, na)]) of :func:`task_rates` for
-        ``targets`` (TaskReference, world axes) at (q, v) in ``mode``; uses[e]: target e's
-        commanded GJM rows (bool, the mode's row layout). qdot, err and sv are this object's
-        arrays, overwritten by the next call: copy what is kept."""
+    def arguments(self, q: np.ndarray, v: np.ndarray, mode, targets, uses) -> tuple:
+        """:func:`task_rates`' arguments for ``targets`` (TaskReference, world axes) at (q, v) in
+        ``mode``, filled now into this object's arrays; uses[e]: target e's commanded GJM rows
+        (bool, the mode's row layout). For :meth:`solve`, and for a compiled caller that makes the
+        same call itself (sim.fast.period)."""
         count = len(targets)
         arrays, rws, err, sv = self._for(count)
         ee_body, ee_R, ee_p, R_d, use, pos, vel, avel, _ = arrays
@@ -616,6 +616,18 @@ class CompiledRates:
             layout = self.layouts[Mode.parse(mode)]
         self.q[:] = q
         self.v[:] = v
-        m, lam2, limited = task_rates(self.km, layout, self.nb, self.q, self.v, arrays, self.rr,
-                                      self.rate_limit, self.tws, rws, self.ws_buf, self.qdot, err, sv)
+        return (self.km, layout, self.nb, self.q, self.v, arrays, self.rr, self.rate_limit, self.tws, rws,
+                self.ws_buf, self.qdot, err, sv)
+
+    def solve(self, q: np.ndarray, v: np.ndarray, mode, targets, uses) -> tuple:
+        """(qdot, m, lambda^2, limited, err[:m], sv[:min(m, na)]) of :func:`task_rates` for
+        ``targets`` at (q, v) in ``mode`` (:meth:`arguments`). qdot, err and sv are this object's
+        arrays, overwritten by the next call: copy what is kept."""
+        args = self.arguments(q, v, mode, targets, uses)
+        return self.solved(args, *task_rates(*args))
+
+    def solved(self, args: tuple, m: int, lam2: float, limited: bool) -> tuple:
+        """:meth:`solve`'s result from the call of :func:`task_rates` on ``args``
+        (:meth:`arguments`) that returned (m, lam2, limited)."""
+        err, sv = args[12], args[13]
         return self.qdot, m, lam2, limited, err[:m], sv[:min(m, self.qdot.size)]

@@ -120,6 +120,19 @@ class CompiledSaturation:
         fresh arrays; None where the commands are not a period's own (the caller's NumPy path
         takes them: conversions, sizes, its errors), or hold a non-finite entry. wrench may be
         empty (no ideal base wrench); v: the velocity (nv,) or None."""
+        args = self.arguments(arm, wheels, thrust, wrench, v)
+        if args is None:
+            return None
+        code = saturated_commands(*args)
+        if code == NOT_FINITE:
+            return None
+        return args[13], args[14], args[15], (args[16] if code else None)
+
+    def arguments(self, arm, wheels, thrust, wrench, v) -> tuple | None:
+        """:func:`saturated_commands`' arguments for :meth:`saturate`'s commands, its outputs
+        (the last four) fresh arrays; None where the commands are not a period's own. For
+        :meth:`saturate`, and for a compiled caller that makes the same call itself
+        (sim.fast.period)."""
         na, nw, nt, nb = self.sizes
         own = self._floats
         if not (own(arm) and own(wheels) and own(thrust) and own(wrench)
@@ -129,14 +142,10 @@ class CompiledSaturation:
             v = self.no_v
         elif not own(v):
             return None
-        arm_out, wheels_out, thrust_out, wrench_out = np.empty(na), np.empty(nw), np.empty(nt), np.empty(nb)
         effort, wheel_limit, wheel_speed, thrust_max, max_force, max_torque = self.limits
-        code = saturated_commands(self.planar, v, self.wheel_v, arm, wheels, thrust,
-                                  wrench if wrench.size else self.no_wrench, effort, wheel_limit, wheel_speed,
-                                  thrust_max, max_force, max_torque, arm_out, wheels_out, thrust_out, wrench_out)
-        if code == NOT_FINITE:
-            return None
-        return arm_out, wheels_out, thrust_out, (wrench_out if code else None)
+        return (self.planar, v, self.wheel_v, arm, wheels, thrust, wrench if wrench.size else self.no_wrench, effort,
+                wheel_limit, wheel_speed, thrust_max, max_force, max_torque, np.empty(na), np.empty(nw), np.empty(nt),
+                np.empty(nb))
 
 
 @njit(**_JIT)

@@ -49,6 +49,7 @@ KERNEL_SOURCES = (
     "control/kernels/allocation.py",
     "control/kernels/references.py",
     "sim/fast/loop.py",
+    "sim/fast/period.py",
     "sim/fast/record.py",
     "sim/perturbation.py",
     "control/allocation_kernel.py",

@@ -91,33 +91,50 @@ class CompiledPlant(Plant):
             raise PlantDiverged(self.diverged, self.t)
         q0, v0 = self._state.q, self._state.v
         tau = generalized_forces(self.ff, q0, actuation or Actuation(), v0) if tau is None else self.forces(tau)
-        nq, nv, nb = self._sizes
-        # Fresh arrays for the new state and momentum: the State and momentum_world handed out
-        # before are never written again.
-        q, v, momentum = np.empty(nq), np.empty(nv), np.empty(nb)
+        args = self.step_arguments(tau, wall, wall_out)
         try:
-            code, energy, work = self._checked_step(self._km, self._planar, nb, q0, v0, tau, self.dt,
-                                                    self.momentum_world, self._energy, self._buf,
-                                                    self._current, q, v, momentum, wall, wall_out)
+            code, energy, work = self._checked_step(*args)
         except (np.linalg.LinAlgError, ValueError, RuntimeError) as exc:  # NaN in a Cholesky factor
-            code, reason = None, f"the dynamics could not be evaluated ({exc})"
-        if code is None or code != 0.0:
-            if code == self._speed_code:
-                reason = velocity_reason(self.ff, q, v, self.v_bounds)
-            elif code is not None:
-                reason = energy_reason(self._energy, energy, work)
-            self.diverged = f"plant diverged at t = {self.t + self.dt:.6g} s: {reason}"
-            raise PlantDiverged(self.diverged, self.t)
-        self._current = 1 - self._current   # M, b at the new state are the next step's
-        self._energy = energy
-        self.momentum_world = momentum
-        self.last_acceleration = self._ws[14][2].copy()   # k1 = a(q0, v0)
-        self._state = State(q, v)
-        self.t += self.dt
+            self.refuse(None, 0.0, 0.0, args, f"the dynamics could not be evaluated ({exc})")
+        self.accept(code, energy, work, args)
         if contact is not None:  # a floating wall moves by the step's impulse
-            self.last_contact_impulse = wall_out[:nb].copy()
+            self.last_contact_impulse = wall_out[:self._sizes[2]].copy()
             contact.after_step(self.last_contact_impulse, self.dt)
         return self._state
+
+    def step_arguments(self, tau: np.ndarray, wall: np.ndarray | None = None, wall_out: np.ndarray | None = None) -> tuple:
+        """``divergence.checked_plant_step``'s arguments for a step from the current state under
+        the generalized forces ``tau`` (nv,), its new state and momentum fresh arrays (the State
+        and momentum handed out before are never written again). For :meth:`step`, and for a
+        compiled caller that makes the same call itself (sim.fast.period)."""
+        if wall is None:
+            wall, wall_out = self._no_wall
+        nq, nv, nb = self._sizes
+        return (self._km, self._planar, nb, self._state.q, self._state.v, tau, self.dt, self.momentum_world,
+                self._energy, self._buf, self._current, np.empty(nq), np.empty(nv), np.empty(nb), wall, wall_out)
+
+    def accept(self, code: float, energy: float, work: float, args: tuple) -> State:
+        """The step the check on ``args`` (:meth:`step_arguments`) answered with (code, kinetic
+        energy J, work J): the new state when it passed, else :meth:`refuse`."""
+        if code != 0.0:
+            self.refuse(code, energy, work, args)
+        self._current = 1 - self._current   # M, b at the new state are the next step's
+        self._energy = energy
+        self.momentum_world = args[13]
+        self.last_acceleration = self._ws[14][2].copy()   # k1 = a(q0, v0)
+        self._state = State(args[11], args[12])
+        self.t += self.dt
+        return self._state
+
+    def refuse(self, code: float | None, energy: float, work: float, args: tuple, reason: str = "") -> None:
+        """Raise PlantDiverged for the step on ``args`` the check refused with ``code`` (None:
+        the dynamics could not be evaluated, ``reason`` says why); the plant keeps its state."""
+        if code == self._speed_code:
+            reason = velocity_reason(self.ff, args[11], args[12], self.v_bounds)
+        elif code is not None:
+            reason = energy_reason(self._energy, energy, work)
+        self.diverged = f"plant diverged at t = {self.t + self.dt:.6g} s: {reason}"
+        raise PlantDiverged(self.diverged, self.t)
 
     def _wall(self, contact: WallContact) -> tuple[np.ndarray, np.ndarray]:
         """(wall, wall_out) of ``rigid_body.plant_step_wall`` for ``contact`` as it is now (a
