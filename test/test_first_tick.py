@@ -44,24 +44,31 @@ from freeflyer_control.runtime.lockstep import LockstepLoop
 from freeflyer_control.runtime.plant_server import PlantServer
 
 ff = load_robot(ROBOT)
-plant = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=500.0)
+plant = PlantServer(ff, make_state(ff, joint_positions=ff.ready_pose), rate=500.0, compiled=None)
 ctl = ControllerServer(ff, rate=500.0, mode="floating", base_actuation="thrusters")
 loop = LockstepLoop(plant, ctl)
 """
+# sim_loop_node's period (nodes.sim_loop_node.LockstepDriver.period): floating mode's periods
+# take the compiled period (runtime.compiled_period), the flying modes' the Python calls.
 FLY = """
+def period(k):
+    now = k / 500
+    loop.handover(loop.opening(now)[1], now)
+    loop.tick_and_step(now)
+    loop.measure_ahead()
 for k in range(5):
-    loop.period(k / 500)
+    period(k)
 data = ff.create_data()
 pin.framesForwardKinematics(ff.model, data, plant.plant.state.q)
 ee = ff.end_effectors[0]
 ctl.set_ee_target(ee, data.oMf[ff.frame_id(ee)].translation + np.array([0.05, -0.03, 0.0]), None)
 for k in range(5, 10):
-    loop.period(k / 500)
+    period(k)
 for j, mode in enumerate(MODES):
     ctl.request_mode(mode, (10 + 5 * j) / 500, "test")
     for k in range(10 + 5 * j, 15 + 5 * j):
-        loop.period(k / 500)
-print(json.dumps({"found": found, "mode": ctl.mode.value}))
+        period(k)
+print(json.dumps({"found": found, "mode": ctl.mode.value, "compiled": loop.compiled.compiled}))
 """
 PERIODS = BUILD + "watch()\n" + FLY   # what the periods find, after the servers are built
 NODES = "watch()\n" + BUILD + FLY     # what the nodes' servers find, their construction included
@@ -88,6 +95,7 @@ def test_the_first_periods_load_no_kernel(robot):
     tick loaded it: control.kernels.computed_torque.joint_space_effort)."""
     result = kernels_found(PERIODS, robot, ("flying", "rotation-flying"))
     assert result["mode"] == "rotation-flying", "the switches did not happen: nothing was exercised"
+    assert result["compiled"] == 10, "the floating periods did not take the compiled period"
     assert result["found"] == [], f"kernels loaded or compiled inside control periods: {result['found']}"
 
 
