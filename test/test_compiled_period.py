@@ -2,7 +2,8 @@
 sim.fast.period.plain_period) are the Python period's, bit for bit.
 
 Two lockstep loops on equal servers, one computing plain periods in one compiled call and one
-computing every period in Python, run the same script: end-effector targets that move, turn and
+computing every period in Python, run the same script under each built-in law the call covers
+(computed torque, resolved rate): end-effector targets that move, turn and
 come and go, a joint trajectory, mode switches and their blends (the blend and flying mode take
 the Python period), an e-stop and its reset, a reset of the plant. Every measurement, command,
 tick result and state is compared for exact equality (no tolerance: the compiled call makes the
@@ -90,10 +91,11 @@ def _assert_same_servers(a: LockstepLoop, b: LockstepLoop):
     assert a.controller.stats.ticks == b.controller.stats.ticks
 
 
+@pytest.mark.parametrize("law", ["computed_torque", "resolved_rate"])
 @pytest.mark.parametrize("name", ["planar_4link", "spatial_6link", "dual_arm_planar"])
-def test_compiled_periods_are_the_python_periods_bit_for_bit(name):
+def test_compiled_periods_are_the_python_periods_bit_for_bit(name, law):
     ff = robot(name)
-    fast, ref = _loop(ff, True), _loop(ff, False)
+    fast, ref = _loop(ff, True, controller=law), _loop(ff, False, controller=law)
     assert fast.compiled.refusal is None, fast.compiled.refusal
     ees = ff.end_effectors
     steps = {}   # period -> what both controllers are told before it

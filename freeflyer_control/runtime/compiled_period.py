@@ -11,8 +11,9 @@ that the next period may take either path and every result is the Python period'
 
 A period is plain when, after every check of the controller's tick before its law (watchdog,
 plausibility, clock, e-stop: these stay in Python, as they are), the plant steps the compiled
-plant (no object, noise, latency or contact) and the law is the built-in computed torque
-(joint references, or end-effector targets through its resolved-rate reference) in floating or
+plant (no object, noise, latency or contact) and the law is a built-in one the compiled engine
+computes (computed torque: joint references, or end-effector targets through its resolved-rate
+reference; resolved rate: end-effector targets over its joint-velocity servo) in floating or
 rotation-floating mode, no mode blend under way, with an effort the law guard accepts and no
 base wrench. Anything else (another law or mode, a blend, an effort the guard refuses, a
 compiled call that raises) takes the Python period, which then meets it as it always did:
@@ -27,7 +28,7 @@ import numpy as np
 import pinocchio as pin
 
 from freeflyer_control.control.base_control import base_accelerations
-from freeflyer_control.control.builtin import ComputedTorqueLaw
+from freeflyer_control.control.builtin import ComputedTorqueLaw, ResolvedRateLaw
 from freeflyer_control.control.effort import ControlEffort
 from freeflyer_control.control.law_guard import cpu_time
 from freeflyer_control.control.loop import TickInfo
@@ -98,6 +99,8 @@ class CompiledPeriod:
         self._plant_v = (np.ascontiguousarray(plant_ff.arm_v_indices, dtype=np.int64),
                          np.ascontiguousarray(plant_ff.wheel_v_indices, dtype=np.int64))
         self._partitions = {mode: base_partition(ctl_ff.base, mode) for mode in PLAIN_MODES}
+        # The laws plain_period computes: whether the task's reference integrates (module docstring).
+        self._laws = {ComputedTorqueLaw: True, ResolvedRateLaw: False}
         self._saturations = None   # (the controller's, the plant's) CompiledSaturation, once warmed
         self._warm()
 
@@ -132,7 +135,8 @@ class CompiledPeriod:
         law = loop.law
         switcher = loop.switcher
         mode = switcher.mode
-        if plant.status != "ok" or plant.plant.contact is not None or type(law) is not ComputedTorqueLaw:
+        integrate = self._laws.get(type(law))   # (None: not a built-in the kernel computes)
+        if integrate is None or plant.status != "ok" or plant.plant.contact is not None:
             return None
         if mode not in PLAIN_MODES or switcher.blend(tc) != 1.0:
             return None
@@ -163,9 +167,14 @@ class CompiledPeriod:
         if tasks and not rates_kernel:
             return None
         uses = rr.uses(tasks) if tasks else None
+        context = loop.context.begin(tc, state, mode, period, None)   # (as ControlLoop.tick begins it)
+        # The joint reference the task's rates start from: computed torque's integrated one,
+        # resolved rate's the measured arm angles (builtin's _task_reference).
+        q_from = law.q_integrated if integrate or not tasks else context.joint_positions()
         t0 = cpu_time()
         try:
-            call = self._call(rates_kernel, uses, tasks, torque_kernel, *sats, state, mode, u_base, law.q_integrated, reference.joint, self._guard)
+            call = self._call(rates_kernel, uses, tasks, torque_kernel, *sats, state, mode, u_base, q_from,
+                              reference.joint, self._guard, integrate)
         except (np.linalg.LinAlgError, ValueError, ArithmeticError, RuntimeError):
             return None   # the Python period meets it again, and answers as it always did
         if call is None:
@@ -177,11 +186,13 @@ class CompiledPeriod:
 
         # The books the Python period keeps: the loop's, the law's, the guard's, the mapper's.
         loop.state_seen = state
-        loop.context.begin(tc, state, mode, period, None)
         if tasks:
             result = rr.compiled_result(tasks, uses, rates_kernel.solved(rates, m, lam2, limited))
-            law.q_integrated = torque[10][0].copy()
-            jref = JointReference(law.q_integrated.copy(), result.joint_rates, np.zeros_like(result.joint_rates))
+            if integrate:
+                law.q_integrated = torque[10][0].copy()
+                jref = JointReference(law.q_integrated.copy(), result.joint_rates, np.zeros_like(result.joint_rates))
+            else:
+                jref = JointReference(q_from, result.joint_rates, np.zeros_like(q_from))
             law.resolved_rate = result
         else:
             jref = reference.joint
@@ -203,18 +214,19 @@ class CompiledPeriod:
         self.stepped = True
         return out
 
-    def _call(self, rates_kernel, uses, tasks, torque_kernel, ctl_sat, plant_sat, state, mode, u_base, q_int, joint,
-              guard) -> tuple | None:
+    def _call(self, rates_kernel, uses, tasks, torque_kernel, ctl_sat, plant_sat, state, mode, u_base, q_from, joint,
+              guard, integrate) -> tuple | None:
         """:func:`~freeflyer_control.sim.fast.period.plain_period` from the controller's ``state``
         in ``mode`` on the end-effector ``tasks`` (rates_kernel, uses: the law's CompiledRates
-        and each task's rows) or else the ``joint`` reference, each argument built by the object
-        that makes that call in the Python period: (its result, the rates', torque's, controller
-        saturation's and step's arguments), or None where a saturation's arguments are not a
-        period's own (the Python period then takes NumPy's path)."""
+        and each task's rows; q_from, integrate: plain_period's q_int and integrate) or else the
+        ``joint`` reference, each argument built by the object that makes that call in the
+        Python period: (its result, the rates', torque's, controller saturation's and step's
+        arguments), or None where a saturation's arguments are not a period's own (the Python
+        period then takes NumPy's path)."""
         model = self.controller.ff
         rates = None
-        if tasks:
-            q_ref = with_joint_positions(model, state.q, model.arm_v_indices, q_int)
+        if tasks:   # computed torque's rates at its reference (the arm at q_from), resolved rate's at the state
+            q_ref = with_joint_positions(model, state.q, model.arm_v_indices, q_from) if integrate else state.q
             rates = rates_kernel.arguments(q_ref, state.v, mode, tasks, uses)
         torque = torque_kernel.arguments(state.q, state.v, mode, u_base)
         if not tasks:
@@ -228,8 +240,8 @@ class CompiledPeriod:
             return None
         tau = np.empty(cplant.state.v.size)
         step = cplant.step_arguments(tau)
-        result = plain_period(rates, self.controller.period, q_int, torque, guard, controller_sat, plant_sat,
-                              *self._plant_v, tau, step)
+        result = plain_period(rates, integrate, self.controller.period, q_from, torque, guard, controller_sat,
+                              plant_sat, *self._plant_v, tau, step)
         return result, rates, torque, controller_sat, step
 
     def _warm(self) -> None:
@@ -254,4 +266,4 @@ class CompiledPeriod:
         for rates, uses, tasks in calls:
             fastpath.with_compile_notice("the compiled lockstep period", lambda: self._call(
                 rates, uses, tasks, torque_kernel, *sats, state, Mode.FLOATING, np.zeros(0), q_arm,
-                JointReference.hold(q_arm), declines))
+                JointReference.hold(q_arm), declines, True))

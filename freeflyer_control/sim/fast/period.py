@@ -52,15 +52,18 @@ def _squares(x, start, stop):
 
 
 @njit(**_NO_NRT)   # no reference counts on the ~140 arrays its tuples carry (sim.fast.loop.tick_scratch)
-def plain_period(rates, period, q_int, torque, guard, controller_sat, plant_sat, arm_v, wheel_v, tau, step):
-    """The computed-torque law's tick, the controller's and the plant's saturation, and the
-    plant's checked step, as the Python period computes them.
+def plain_period(rates, integrate, period, q_int, torque, guard, controller_sat, plant_sat, arm_v, wheel_v, tau, step):
+    """A built-in law's tick (computed torque, or resolved rate over its joint-velocity servo),
+    the controller's and the plant's saturation, and the plant's checked step, as the Python
+    period computes them.
 
-    rates: ``task_rates``' arguments at the reference configuration (the arm at ``q_int``) for
-        the tick's end-effector targets, or None for a joint reference (then already in
-        torque's jref, position, velocity, acceleration). With targets the reference is the
-        law's (``ComputedTorqueLaw._task_reference``): q_int + qdot period (rad, arm order; s),
-        qdot, zero acceleration, written into torque's jref; q_int is only read.
+    rates: ``task_rates``' arguments for the tick's end-effector targets, or None for a joint
+        reference (then already in torque's jref: position, velocity, acceleration). With
+        targets the joint reference is the law's, written into torque's jref: position q_int +
+        qdot period where ``integrate`` (computed torque's ``_task_reference``: resolved rate at
+        the arm's integrated reference q_int, rad, arm order; s), else q_int (resolved rate's:
+        the measured arm angles, the rates at the measured state); velocity qdot; acceleration
+        zero. q_int is only read.
     torque: ``joint_space_effort``'s arguments at the controller's state; its outputs (arm,
         wheels, wrench) are the law's effort.
     guard: (arm bound, wheel bound, force bound squared, torque bound squared, linear rows) of
@@ -82,7 +85,7 @@ def plain_period(rates, period, q_int, torque, guard, controller_sat, plant_sat,
                                       qdot, err, sv)
         jref = torque[10]
         for j in range(qdot.shape[0]):
-            jref[0, j] = q_int[j] + qdot[j] * period
+            jref[0, j] = q_int[j] + qdot[j] * period if integrate else q_int[j]
             jref[1, j] = qdot[j]
             jref[2, j] = 0.0
     else:
