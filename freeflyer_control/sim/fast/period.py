@@ -51,6 +51,15 @@ def _squares(x, start, stop):
     return s
 
 
+@njit(inline="always", **_JIT)
+def _saturated(args):
+    """``saturated_commands`` on its arguments ``args`` (a tuple of them)."""
+    (planar, v, wheel_v, arm, wheels, thrust, wrench, effort, wheel_limit, wheel_speed, thrust_max, max_force,
+     max_torque, arm_out, wheels_out, thrust_out, wrench_out) = args
+    return saturated_commands(planar, v, wheel_v, arm, wheels, thrust, wrench, effort, wheel_limit, wheel_speed,
+                              thrust_max, max_force, max_torque, arm_out, wheels_out, thrust_out, wrench_out)
+
+
 @njit(**_NO_NRT)   # no reference counts on the ~140 arrays its tuples carry (sim.fast.loop.tick_scratch)
 def plain_period(rates, integrate, period, q_int, torque, guard, controller_sat, plant_sat, arm_v, wheel_v, tau, step):
     """A built-in law's tick (computed torque, or resolved rate over its joint-velocity servo),
@@ -101,18 +110,9 @@ def plain_period(rates, integrate, period, q_int, torque, guard, controller_sat,
     for j in range(wrench.shape[0]):
         if wrench[j] != 0.0:
             return DECLINED, m, lam2, limited, 0.0, 0.0, 0.0
-    (planar, vc, wheel_vc, arm_c, wheels_c, thrust_c, wrench_c, effort_c, wheel_limit_c, wheel_speed_c, thrust_max_c,
-     max_force_c, max_torque_c, arm_s, wheels_s, thrust_s, wrench_s) = controller_sat
-    if saturated_commands(planar, vc, wheel_vc, arm_c, wheels_c, thrust_c, wrench_c, effort_c, wheel_limit_c,
-                          wheel_speed_c, thrust_max_c, max_force_c, max_torque_c, arm_s, wheels_s, thrust_s,
-                          wrench_s) != 0:
+    if _saturated(controller_sat) != 0 or _saturated(plant_sat) != 0:   # (non-zero: NaN, or a wrench)
         return DECLINED, m, lam2, limited, 0.0, 0.0, 0.0
-    (planar_p, vp, wheel_vp, arm_h, wheels_h, thrust_h, wrench_h, effort_p, wheel_limit_p, wheel_speed_p, thrust_max_p,
-     max_force_p, max_torque_p, arm_p, wheels_p, thrust_p, wrench_p) = plant_sat
-    if saturated_commands(planar_p, vp, wheel_vp, arm_h, wheels_h, thrust_h, wrench_h, effort_p, wheel_limit_p,
-                          wheel_speed_p, thrust_max_p, max_force_p, max_torque_p, arm_p, wheels_p, thrust_p,
-                          wrench_p) != 0:
-        return DECLINED, m, lam2, limited, 0.0, 0.0, 0.0
+    arm_p, wheels_p, thrust_p = plant_sat[13], plant_sat[14], plant_sat[15]
     for j in range(thrust_p.shape[0]):   # (zero: no base wrench was asked of them)
         if thrust_p[j] != 0.0:
             return DECLINED, m, lam2, limited, 0.0, 0.0, 0.0
