@@ -4,8 +4,8 @@ numba compiles a kernel the first time a process on a machine calls it, then loa
 on-disk cache. The nodes warm what they fly while they are built (never inside a period:
 test/test_first_tick.py), so a node's first start on a machine waits for the compiles (the plant
 step, the GJM and H*, C*, the saturation, the computed-torque and resolved-rate laws, the
-thruster allocator, sim_loop_node's compiled period: 85 s here before the last was added,
-measured with ``freeflyer warm`` on an empty numba cache).
+thruster allocator, sim_loop_node's compiled period: 104 s here, 84 s before the last, measured
+with ``freeflyer warm`` on an empty numba cache).
 :func:`warm_robot` does the same work outside ROS, through the servers the nodes wrap, so that
 it can run once after an install or a ``colcon build`` (``freeflyer warm``); the nodes then load
 the cache at start (a second).
