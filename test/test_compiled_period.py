@@ -86,8 +86,8 @@ def _assert_same_servers(a: LockstepLoop, b: LockstepLoop):
         assert stamp == b.plant._cmd[key][1], key
     law_a, law_b = a.controller.loop.law, b.controller.loop.law
     np.testing.assert_array_equal(law_a.q_integrated, law_b.q_integrated)
-    ga, gb = a.controller.loop.guard.timing, b.controller.loop.guard.timing
-    assert (ga.ticks, ga.overruns, ga.running) == (gb.ticks, gb.overruns, gb.running)
+    # (Their CPU times differ, and so may the overruns counted: the ticks timed may not.)
+    assert a.controller.loop.guard.timing.ticks == b.controller.loop.guard.timing.ticks
     assert a.controller.stats.ticks == b.controller.stats.ticks
 
 

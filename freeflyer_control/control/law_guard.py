@@ -85,6 +85,13 @@ class LawGuard:
         self._float_bounds = (self._bounds[0].tolist(), self._bounds[1].tolist())
         self._wrench_shape = (ff.nb,)
 
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray, float, float, int]:
+        """What :meth:`problem` holds an effort within: (|arm torque| bound, |wheel torque|
+        bound, base force bound squared, base torque bound squared, the wrench's force rows)."""
+        arm, wheel, force2, torque2 = self._bounds
+        return arm, wheel, force2, torque2, self._n_lin
+
     def tick_time(self, seconds: float, period: float) -> str | None:
         """Count a tick that took ``seconds`` of CPU; why the law is stopped, or None."""
         timing = self.timing

@@ -91,9 +91,9 @@ class CompiledPeriod:
     def _prepare(self) -> None:
         ctl_ff, plant_ff = self.controller.ff, self.plant.ff
         guard = self.controller.loop.guard
-        arm_bound, wheel_bound, force2, torque2 = guard._bounds
+        arm_bound, wheel_bound, force2, torque2, n_lin = guard.bounds
         self._guard = (np.ascontiguousarray(arm_bound, float), np.ascontiguousarray(wheel_bound, float),
-                       float(force2), float(torque2), int(guard._n_lin))
+                       float(force2), float(torque2), int(n_lin))
         self._zero_thrust = np.zeros(len(ctl_ff.thrusters))
         self._zero_wrench = (np.zeros(ctl_ff.nb), np.zeros(plant_ff.nb))
         self._plant_v = (np.ascontiguousarray(plant_ff.arm_v_indices, dtype=np.int64),
@@ -148,8 +148,7 @@ class CompiledPeriod:
         sats = self._saturations or self._saturation_kernels()
         if not (torque_kernel and torque_kernel.covers(mode) and sats):
             return None
-        held_wrench, stamp = plant._cmd["wrench"]
-        if 0.0 <= self._now - stamp <= plant.command_timeout and not self.lockstep.ideal_base and held_wrench.any():
+        if not self.lockstep.ideal_base and plant.holds_base_wrench(self._now):
             return None   # a base wrench someone else gave the plant: the Python step applies it
 
         model, state, period = controller.ff, controller.state, controller.period
@@ -199,7 +198,9 @@ class CompiledPeriod:
             law.q_integrated = jref.position.copy()
             law.resolved_rate = None
         law.joint_reference = jref
-        guard.tick_time(seconds, period)   # (cannot stop the law: see above)
+        # (It cannot stop the law: see above. The call's CPU time counts the saturations and the
+        # plant's step with the law's, which it cannot tell apart.)
+        guard.tick_time(seconds, period)
         residual = loop.mapper.last_residual = np.zeros(model.nb)
         info = TickInfo(mode, 1.0, ControlEffort(*torque[23:26]), jref, tasks, law.resolved_rate, residual,
                         base_reference=reference.base)

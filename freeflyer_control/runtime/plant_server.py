@@ -157,6 +157,11 @@ class PlantServer:
         if wrench_world is not None:
             cmd["wrench"] = (wrench_world, now)
 
+    def holds_base_wrench(self, now: float) -> bool:
+        """Whether the plant holds a non-zero base wrench command at ``now`` (s) that is not stale."""
+        wrench, stamp = self._cmd["wrench"]
+        return 0.0 <= now - stamp <= self.command_timeout and bool(wrench.any())
+
     def actuation(self, now: float) -> Actuation:
         """The held commands, with stale ones zeroed: older than ``command_timeout``, stamped
         after ``now`` (the clock stepped back), or at a non-finite time."""
