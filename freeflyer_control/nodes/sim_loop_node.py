@@ -7,8 +7,8 @@ whole period in order (runtime.lockstep.LockstepLoop's sequence): the plant publ
 the controller ticks on that state, handed over in the process, and publishes its commands; the
 plant steps under them to the next period's state, and measures it, before the loop sleeps (a
 ~/reset served in between is what the next period publishes). Where the period is plain
-(runtime.compiled_period: computed torque in floating or rotation-floating mode, no blend, a
-plant without object, noise or latency) the tick, the commands and the step are one compiled
+(runtime.compiled_period: the built-in computed torque or resolved rate in floating or
+rotation-floating mode, no blend, a plant without object, noise or latency) the tick, the commands and the step are one compiled
 call with the same results; plant_node's /diagnostics count those periods (compiled_periods,
 python_periods). The controller never
 waits for a state and the plant never steps without its answer, whatever the load: a late
@@ -82,7 +82,7 @@ class LockstepDriver:
         refusal = self.loop.compiled.refusal
         plant.get_logger().info("lockstep periods: in Python (" + refusal + ")" if refusal else
                                 "lockstep periods: tick and step in one compiled call where the period is plain "
-                                "(computed torque, floating or rotation-floating, no blend)")
+                                "(computed torque or resolved rate, floating or rotation-floating mode, no blend)")
 
     def period(self) -> None:
         """One period, each stage marked: the plant's state published, the controller's tick on
