@@ -34,6 +34,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String  # noqa: E402
 
 import launch  # noqa: E402
 from freeflyer_control.model import load_robot  # noqa: E402
+from freeflyer_control.physics import fastpath  # noqa: E402
 from freeflyer_control.ros.conversions import JointStateReader, read_odometry, state_from_readings  # noqa: E402
 
 ROBOT = "planar_4link"
@@ -191,3 +192,11 @@ def test_hosted_plant_answers_its_parameters_and_reset_service(probe):
     t = time.monotonic()
     status = probe.wait_for(lambda: probe.diagnostic_status("freeflyer: plant", t), 5.0, "no plant diagnostics")
     assert status.hardware_id == "plant_node"
+    # The launch default (computed torque, floating mode) took the compiled period where numba is
+    # installed (runtime.compiled_period); the flying mode's periods take the Python calls.
+    values = {kv.key: kv.value for kv in status.values}
+    assert "python_periods" in values, sorted(values)
+    if fastpath.kernels() is not None:
+        assert int(values["compiled_periods"]) > 0, values
+    else:
+        assert values["compiled_periods"] == "0", values
