@@ -210,8 +210,7 @@ class CompiledPeriod:
         act = out.actuation
         plant.hold(act.arm_torques, act.wheel_torques, act.thruster_forces,
                    act.base_wrench_world if self.lockstep.ideal_base else None, self._now)
-        cplant = plant.plant
-        self.diverged = plant.stepped(lambda: cplant.accept(code, energy, work, step))
+        self.diverged = plant.stepped(plant.plant.accept, code, energy, work, step)
         self.stepped = True
         return out
 
