@@ -232,6 +232,22 @@ def worker_cap(requested: int, pending: int, memory: int | None = None) -> tuple
     return n, "; ".join(why)
 
 
+_QUIET_LIBRARIES = ("distributed", "tornado", "bokeh")
+
+
+def quiet_library_logs() -> None:
+    """Dask's, Tornado's and Bokeh's loggers to CRITICAL: the campaign speaks for itself (one
+    line on Ctrl-C, its own report of a lost worker). Every logger of theirs that has a level
+    of its own too, not only the package's: Dask's configuration sets ``tornado.application``
+    to ERROR and ``distributed.client`` to WARNING, and a Ctrl-C that lands while a Dask call
+    is starting has Dask 2026.8 log a NameError traceback from its own ``sync`` there."""
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in _QUIET_LIBRARIES and logger.level:
+            logger.setLevel(logging.CRITICAL)
+    for name in _QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def connect(scheduler: str | None, workers: int):
     """(client, cluster or None). Raises ValueError with one line when it cannot."""
     try:
@@ -239,9 +255,7 @@ def connect(scheduler: str | None, workers: int):
     except ImportError:
         raise ValueError("campaigns run on Dask distributed, which is not installed: "
                          "pip install 'freeflyer_control[campaign]'") from None
-    for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker",
-                 "distributed.core", "distributed.comm", "distributed.http.proxy", "bokeh", "tornado"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_library_logs()
     if scheduler:
         probe_scheduler(scheduler)
         try:
