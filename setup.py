@@ -101,7 +101,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'freeflyer = freeflyer_control.cli.main:main',
+            'freeflyer = freeflyer_control.cli.entry:main',
             'plant_node = freeflyer_control.nodes.plant_node:main',
             'gjm_node = freeflyer_control.nodes.gjm_node:main',
             'controller_node = freeflyer_control.nodes.controller_node:main',

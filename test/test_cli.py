@@ -602,6 +602,39 @@ def test_parse_validates_without_running_anything(capsys, tmp_path):
     assert capsys.readouterr() == ("", "")
 
 
+class _CtrlCOnImport:
+    """A meta-path finder that raises KeyboardInterrupt when ``name`` is imported: a Ctrl-C that
+    lands while the command line loads, at a moment a test can choose."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.name:
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_while_the_freeflyer_command_loads_ends_in_one_line_and_the_shells_status(monkeypatch, capsys):
+    from freeflyer_control.cli import entry
+
+    monkeypatch.delitem(sys.modules, "freeflyer_control.cli.main")
+    monkeypatch.setattr(sys, "meta_path", [_CtrlCOnImport("freeflyer_control.cli.main"), *sys.meta_path])
+    assert entry.main(["check", "planar_4link"]) == 130
+    assert capsys.readouterr() == ("", "freeflyer: interrupted\n")
+
+
+def test_ctrl_c_while_the_input_is_checked_ends_in_one_line_and_the_shells_status(monkeypatch, capsys):
+    import freeflyer_control.cli.main as cli_main
+
+    def interrupted(argv=None, parser=None):
+        raise KeyboardInterrupt  # a campaign's spec loading its robots when Ctrl-C lands
+
+    monkeypatch.setattr(cli_main, "parse", interrupted)
+    assert cli_main.main(["check", "planar_4link"]) == 130
+    assert capsys.readouterr() == ("", "freeflyer: interrupted\n")
+
+
 def test_check_piped_into_head_prints_no_broken_pipe_traceback():
     # The reader is gone before the command writes: every write raises BrokenPipeError.
     proc = subprocess.Popen([sys.executable, "-m", "freeflyer_control.cli.main", "check", "planar_4link"],

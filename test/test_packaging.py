@@ -28,7 +28,7 @@ SHARE_DIRS = ('launch', 'config', 'urdf', 'rviz')
 COLCON_TIMEOUT_S = 600
 # Must match entry_points['console_scripts'] in setup.py.
 CONSOLE_SCRIPTS = {
-    'freeflyer': 'freeflyer_control.cli.main:main',
+    'freeflyer': 'freeflyer_control.cli.entry:main',
     'plant_node': 'freeflyer_control.nodes.plant_node:main',
     'gjm_node': 'freeflyer_control.nodes.gjm_node:main',
     'controller_node': 'freeflyer_control.nodes.controller_node:main',

@@ -131,6 +131,9 @@ def _run(argv: Sequence[str] | None) -> int:
         args = parse(argv)
     except SystemExit as exc:  # a refusal (2), --help or --version (0): the line is printed
         return exc.code if isinstance(exc.code, int) else 2
+    except KeyboardInterrupt:  # while checking the input (a campaign's spec loads its robots)
+        print("freeflyer: interrupted", file=sys.stderr)
+        return 130
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s: %(message)s",
