@@ -169,18 +169,15 @@ def attitude_map(ff: FreeFlyerModel, data: pin.Data, q: np.ndarray,
     return -X[2]  # planar base velocity (vx, vy, wz): wz is the yaw rate in any axes
 
 
-# Index arrays per model, keyed by id(ff) with ff kept in the entry (so the id cannot be reused),
-# as physics.gjm does for frame ids. Models are not mutated after loading.
-_INDICES: dict[int, tuple[FreeFlyerModel, np.ndarray, np.ndarray]] = {}
-
-
 def _free_and_arm(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
-    """(the unactuated velocity indices: base then wheels, the arm-joint velocity indices)."""
-    entry = _INDICES.get(id(ff))
-    if entry is None or entry[0] is not ff:
-        free = np.concatenate([np.arange(ff.nb), ff.wheel_v_indices]).astype(int)
-        entry = _INDICES[id(ff)] = (ff, free, np.asarray(ff.arm_v_indices, dtype=int))
-    return entry[1], entry[2]
+    """(the unactuated velocity indices: base then wheels, the arm-joint velocity indices), once
+    per model (``FreeFlyerModel.derived``)."""
+    return ff.derived(_free_and_arm, _free_and_arm_of, ff)
+
+
+def _free_and_arm_of(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
+    free = np.concatenate([np.arange(ff.nb), ff.wheel_v_indices]).astype(int)
+    return free, np.asarray(ff.arm_v_indices, dtype=int)
 
 
 def loop_gain(ff: FreeFlyerModel, data: pin.Data, arm: Sequence[float], i: int, j: int,

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Hashable, Sequence, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 # A joint axis counts as "about z" for a planar base when its direction deviates from +-z by
 # less than this (rad-ish); URDF axes are written by hand to ~6 digits.
 _PLANAR_AXIS_TOL = 1e-6
+_T = TypeVar("_T")
+_MISSING = object()
 
 
 @dataclass
@@ -72,6 +74,29 @@ class FreeFlyerModel:
     urdf_xml: str = field(default="", repr=False)
     ready_pose: dict[str, float] = field(default_factory=dict)
     base_limits: BaseLimits | None = None
+    @cached_property
+    def _derived(self) -> dict:
+        """What the physics derives from this model once (see :meth:`derived`). Not a field: a
+        model made from this one (``dataclasses.replace``, or from its fields) derives its own."""
+        return {}
+
+    def derived(self, key: Hashable, build: Callable[..., _T], *args) -> _T:
+        """``build(*args)`` once per ``key``, kept with this model and freed with it.
+
+        What is derived from a model stays valid because models are not mutated after loading
+        (a thruster matrix, frame ids, the plan of a compiled call). Kept here, not in a
+        module's table keyed by ``id(model)``: such a table keeps every model alive, and a
+        campaign makes new models every run (about 50 kB a run, measured). ``key`` names what is
+        derived and what else it depends on, e.g. ``(_gjm_plan, mode, frame)``; an unhashable
+        key (a caller's bad input) is never stored, ``build(*args)`` is returned (and raises the
+        right error). ``args`` rather than a closure: a hit then makes no function object."""
+        try:
+            value = self._derived.get(key, _MISSING)
+        except TypeError:
+            return build(*args)
+        if value is _MISSING:
+            value = self._derived[key] = build(*args)
+        return value
 
     # --- sizes and index maps (velocity space) -------------------------------------------
     @property
@@ -418,5 +443,4 @@ def scaled_base(ff: FreeFlyerModel, factor: float) -> FreeFlyerModel:
     model = ff.model.copy()
     inertia = model.inertias[1]
     model.inertias[1] = pin.Inertia(inertia.mass * factor, inertia.lever, inertia.inertia * factor)
-    fields = {name: getattr(ff, name) for name in ff.__dataclass_fields__}
-    return FreeFlyerModel(**{**fields, "model": model})
+    return dataclasses.replace(ff, model=model)

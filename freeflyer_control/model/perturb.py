@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pinocchio as pin
 
@@ -21,5 +23,4 @@ def perturbed_mass_properties(ff: FreeFlyerModel, relative_error: float, seed: i
         inertia = model.inertias[j]
         k = 1.0 + rng.uniform(-relative_error, relative_error)
         model.inertias[j] = pin.Inertia(inertia.mass * k, inertia.lever, inertia.inertia * k)
-    fields = {name: getattr(ff, name) for name in ff.__dataclass_fields__}
-    return FreeFlyerModel(**{**fields, "model": model})
+    return dataclasses.replace(ff, model=model)

@@ -46,27 +46,24 @@ class Actuation:
     base_wrench_world: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
-def _per_robot(table: dict, ff: FreeFlyerModel, build):
-    """``build(ff)`` once per robot object (models are not mutated after loading); arrays come
-    back read-only."""
-    cached = table.get(id(ff))
-    if cached is not None and cached[0] is ff:
-        return cached[1]
+def _per_robot(build, ff: FreeFlyerModel):
+    """``build(ff)`` once per robot object (``FreeFlyerModel.derived``, keyed by ``build``);
+    arrays come back read-only."""
+    return ff.derived(build, _read_only, build, ff)
+
+
+def _read_only(build, ff: FreeFlyerModel):
     value = build(ff)
     if isinstance(value, np.ndarray):
         value.setflags(write=False)
-    table[id(ff)] = (ff, value)
     return value
 
 
 def thruster_matrix(ff: FreeFlyerModel) -> np.ndarray:
     """B (nb x n_thrusters): base wrench in base_link axes, about the base_link origin, per
     newton of each thruster. Spatial rows [f; m], planar rows [fx, fy, mz]. Read-only."""
-    return _per_robot(_THRUSTER_MATRICES, ff, _thruster_matrix)
+    return _per_robot(_thruster_matrix, ff)
 
-
-_THRUSTER_MATRICES: dict[int, tuple[FreeFlyerModel, np.ndarray]] = {}
-_BASE_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[float, float]]] = {}
 
 # Ideal actuation idealizes the base actuators (a study of what a mode allows; HIL, where the
 # bridge maps the wrench onto the real thrusters and saturates it there): it may be stronger than
@@ -90,7 +87,7 @@ def base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
     ``DEFAULT_BASE_ACCELERATION`` times the robot's mass and ``DEFAULT_BASE_ANGULAR_ACCELERATION``
     times its largest rotational inertia about the base origin at the neutral configuration.
     """
-    return _per_robot(_BASE_LIMITS, ff, _base_wrench_limits)
+    return _per_robot(_base_wrench_limits, ff)
 
 
 def _base_wrench_limits(ff: FreeFlyerModel) -> tuple[float, float]:
@@ -153,8 +150,6 @@ def _clip(x: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float) -> np.n
     return np.minimum(np.maximum(x, lo), hi)  # np.clip's dispatch costs more on tiny arrays
 
 
-_COMPILED_SATURATION: dict[int, tuple[FreeFlyerModel, object]] = {}
-
 
 def compiled_saturation(ff: FreeFlyerModel):
     """The robot's ``physics.kernels.actuators.CompiledSaturation`` once its kernel is warmed
@@ -162,7 +157,7 @@ def compiled_saturation(ff: FreeFlyerModel):
     is installed), else None: the NumPy expressions of :func:`_saturated` (the reference)."""
     if not fastpath.warmed("saturation") or fastpath.kernels() is None:
         return None
-    return _per_robot(_COMPILED_SATURATION, ff, _build_saturation)
+    return _per_robot(_build_saturation, ff)
 
 
 def _build_saturation(ff: FreeFlyerModel):
@@ -210,13 +205,15 @@ def _saturated(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None):
     return arm, wheels, thrust, wrench
 
 
-_LOWER_LIMITS: dict[int, tuple[FreeFlyerModel, tuple[np.ndarray, np.ndarray]]] = {}
-
 
 def _lower_limits(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
     """(-arm effort limits, -wheel max torques), built once per robot: saturation runs on
     every plant step and control tick."""
-    return _per_robot(_LOWER_LIMITS, ff, lambda f: (-f.arm_effort_limits, -f.wheel_max_torques))
+    return _per_robot(_negated_limits, ff)
+
+
+def _negated_limits(ff: FreeFlyerModel) -> tuple[np.ndarray, np.ndarray]:
+    return -ff.arm_effort_limits, -ff.wheel_max_torques
 
 
 def saturate(ff: FreeFlyerModel, act: Actuation, v: np.ndarray | None = None) -> Actuation:

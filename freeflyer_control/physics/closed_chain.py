@@ -185,23 +185,20 @@ def _loop_rows(ff: FreeFlyerModel, data: pin.Data, obj: ObjectConfig, v: np.ndar
     return tuple(s[picked] for s in stacked)
 
 
-_LOOPS: dict[tuple[int, int], tuple] = {}
-
-
 def _loops(ff: FreeFlyerModel, obj: ObjectConfig) -> tuple[list[_Loop], np.ndarray | None]:
     """The loops of ``obj`` held by ``ff`` and the twist rows kept (planar: vx, vy, wz; spatial:
-    None, all six); cached per (model, object), the entry keeping both alive so that their ids
-    are not reused."""
-    key = (id(ff), id(obj))
-    hit = _LOOPS.get(key)
-    if hit is None or hit[0] is not ff or hit[1] is not obj:
-        model, loops = ff.model, []
-        for g in obj.grasps[1:]:
-            fe, fg = ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector))
-            ee, held = _support(model, model.frames[fe].parentJoint), _support(model, model.frames[fg].parentJoint)
-            loops.append(_Loop(fe, fg, ee - held, ee))
-        hit = _LOOPS[key] = (ff, obj, (loops, _PLANAR_ROWS if ff.base == "planar" else None))
-    return hit[2]
+    None, all six); kept with the model per object (``FreeFlyerModel.derived``), the entry
+    keeping ``obj`` alive so that its id is not reused."""
+    return ff.derived((_loops, id(obj)), _loops_of, ff, obj)[1]
+
+
+def _loops_of(ff: FreeFlyerModel, obj: ObjectConfig) -> tuple:
+    model, loops = ff.model, []
+    for g in obj.grasps[1:]:
+        fe, fg = ff.frame_id(g.end_effector), ff.frame_id(grasp_frame_name(obj, g.end_effector))
+        ee, held = _support(model, model.frames[fe].parentJoint), _support(model, model.frames[fg].parentJoint)
+        loops.append(_Loop(fe, fg, ee - held, ee))
+    return obj, (loops, _PLANAR_ROWS if ff.base == "planar" else None)
 
 
 def _wanted(loops: LoopTerms) -> np.ndarray:

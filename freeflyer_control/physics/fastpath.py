@@ -73,22 +73,6 @@ def frozen(cls, fields: dict):
     return obj
 
 
-def cached_plan(cache: dict, key: tuple, ff: object, build):
-    """The per-model plan of a compiled call: ``cache[key]`` if built for this very ``ff``
-    (keys hold id(ff) and the entry keeps ff, so the id cannot be reused), else ``build()``,
-    stored. Keys may hold what the caller typed (e.g. a mode as a str), so that a hit skips
-    parsing it; an unhashable key is never stored (``build`` then raises the right error)."""
-    try:
-        entry = cache.get(key)
-    except TypeError:
-        return build()
-    if entry is not None and entry[0] is ff:
-        return entry[1]
-    plan = build()
-    cache[key] = (ff, plan)
-    return plan
-
-
 def covered(build, what: str, robot: str):
     """``build()``, the compiled path's object of a per-robot law (e.g. CompiledRates), or False
     where the kernels do not implement the robot's joints (``NotCovered``: logged at info level,

@@ -94,22 +94,10 @@ def frame_jacobian(
     return J
 
 
-# Frame name -> Pinocchio id, per model. ff.frame_id asks Pinocchio twice (existFrame,
-# getFrameId: ~1.5 us) on every call; models are not mutated after loading, so a found id stays
-# valid. Keyed by id(ff) with ff kept in the entry (so the id cannot be reused), like
-# actuators.thruster_matrix. Unknown names are not cached: ff.frame_id raises for them.
-_FRAME_IDS: dict[int, tuple[FreeFlyerModel, dict[str, int]]] = {}
-
-
 def _frame_id(ff: FreeFlyerModel, frame: str) -> int:
-    entry = _FRAME_IDS.get(id(ff))
-    if entry is None or entry[0] is not ff:
-        entry = _FRAME_IDS[id(ff)] = (ff, {})
-    ids = entry[1]
-    fid = ids.get(frame)
-    if fid is None:
-        fid = ids[frame] = ff.frame_id(frame)
-    return fid
+    """The Pinocchio id of ``frame``, once per model (ff.frame_id asks Pinocchio twice,
+    existFrame and getFrameId, ~1.5 us). Unknown names are not kept: ff.frame_id raises."""
+    return ff.derived((_frame_id, frame), ff.frame_id, frame)
 
 
 def generalized_jacobian(
@@ -142,8 +130,7 @@ def generalized_jacobian(
         return _generalized_jacobian_numpy(ff, data, state, Mode.parse(mode), frame, point,
                                            conserved, M)
     # The compiled path: Pinocchio's calls, then one call of physics.kernels.reduced.gjm_post.
-    plan = fastpath.cached_plan(_PLANS, (id(ff), mode, frame), ff,
-                                lambda: _gjm_plan(kernels, ff, mode, frame))
+    plan = ff.derived((_gjm_plan, mode, frame), _gjm_plan, kernels, ff, mode, frame)
     q = state.q
     if point is None:
         point_arr = np.zeros(3)
@@ -238,10 +225,6 @@ class _GJMPlan:
     has_free: bool
     row_names: tuple[str, ...]
     column_names: tuple[str, ...]
-
-
-# (id(ff), mode as the caller gave it, frame) -> (ff, plan): see fastpath.cached_plan.
-_PLANS: dict[tuple, tuple[FreeFlyerModel, _GJMPlan]] = {}
 
 
 def mode_layout(kernels, ff: FreeFlyerModel, mode: Mode) -> np.ndarray:

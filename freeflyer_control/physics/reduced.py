@@ -78,8 +78,7 @@ def reduced_dynamics(
     if kernels is None:
         return _reduced_dynamics_numpy(ff, data, state, Mode.parse(mode), M, idle_wheels)
     # The compiled path: Pinocchio's calls, then one call of physics.kernels.reduced.reduced_post.
-    plan = fastpath.cached_plan(_PLANS, (id(ff), mode, idle_wheels), ff,
-                                lambda: reduced_plan(kernels, ff, mode, idle_wheels))
+    plan = ff.derived((reduced_plan, mode, idle_wheels), reduced_plan, kernels, ff, mode, idle_wheels)
     q, v = state.q, state.v
     if M is None:
         M = pin.crba(ff.model, data, q)  # the kernel reads its upper triangle only
@@ -151,10 +150,6 @@ class _ReducedPlan:
     names: tuple[str, ...]
 
 
-# (id(ff), mode as the caller gave it, idle_wheels) -> (ff, plan): see fastpath.cached_plan.
-_PLANS: dict = {}
-
-
 def reduced_plan(kernels, ff: FreeFlyerModel, mode: Mode | str, idle_wheels: bool) -> _ReducedPlan:
     """The layout (for ``kernels.reduced_post``, kernels = physics.kernels.reduced) and coordinate names
     of ``mode``'s H*, C*: what :func:`reduced_dynamics` uses, and the compiled simulation
@@ -184,20 +179,16 @@ def _actuated_indices(nb: int, nv: int, c_start: int, c_stop: int) -> np.ndarray
 
 def _with_idle_wheels(ff: FreeFlyerModel, part, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(actuated, eliminated) index arrays when the wheels are eliminated with the free base."""
-    key = (id(ff), part.commanded.tobytes(), a.size)
-    hit = _IDLE_CACHE.get(key)
-    if hit is not None and hit[0] is ff:
-        return hit[1], hit[2]
+    return ff.derived((_with_idle_wheels, part.commanded.tobytes(), a.size), _idle_wheels_eliminated, ff, part, a)
+
+
+def _idle_wheels_eliminated(ff: FreeFlyerModel, part, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     wheels = ff.wheel_v_indices
     act = np.array([i for i in a if i not in set(wheels.tolist())], dtype=int)
     free = np.concatenate([part.free, wheels]).astype(int)
     act.setflags(write=False)
     free.setflags(write=False)
-    _IDLE_CACHE[key] = (ff, act, free)
     return act, free
-
-
-_IDLE_CACHE: dict = {}
 
 
 def _minus_omega_cross(ff: FreeFlyerModel, v: np.ndarray, c: slice) -> np.ndarray:

@@ -75,15 +75,12 @@ class _Static:
     children: tuple[tuple[int, ...], ...]
 
 
-# Per model, like physics.gjm's frame ids: keyed by id(ff), ff kept in the entry so that the
-# id cannot be reused by another model while the entry lives.
-_STATIC: dict[int, tuple[FreeFlyerModel, _Static]] = {}
-
-
 def _static(ff: FreeFlyerModel) -> _Static:
-    entry = _STATIC.get(id(ff))
-    if entry is not None and entry[0] is ff:
-        return entry[1]
+    """The model's constants the sweeps read, once per model (``FreeFlyerModel.derived``)."""
+    return ff.derived(_static, _static_of, ff)
+
+
+def _static_of(ff: FreeFlyerModel) -> _Static:
     model = ff.model
     n = model.njoints
     data = model.createData()
@@ -108,7 +105,6 @@ def _static(ff: FreeFlyerModel) -> _Static:
         parent=parent,
         children=tuple(tuple(c for c in range(1, n) if parent[c] == k) for k in range(n)),
     )
-    _STATIC[id(ff)] = (ff, static)
     return static
 
 
