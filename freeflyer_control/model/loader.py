@@ -74,6 +74,7 @@ class FreeFlyerModel:
     urdf_xml: str = field(default="", repr=False)
     ready_pose: dict[str, float] = field(default_factory=dict)
     base_limits: BaseLimits | None = None
+
     @cached_property
     def _derived(self) -> dict:
         """What the physics derives from this model once (see :meth:`derived`). Not a field: a
