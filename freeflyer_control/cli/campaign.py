@@ -15,11 +15,10 @@ import signal
 import sys
 from pathlib import Path
 
-from freeflyer_control.cli.options import EXIT_WRITE_FAILED, WRITE_ERRORS, warn
+from freeflyer_control.cli.options import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, WRITE_ERRORS, warn
 from freeflyer_control.inputs.values import UsageError, Whole
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
-EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

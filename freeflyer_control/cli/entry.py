@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT: the shell's status for a Ctrl-C
+from freeflyer_control.cli.options import EXIT_INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

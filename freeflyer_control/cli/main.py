@@ -30,7 +30,7 @@ from freeflyer_control.cli import (
     workspace,
 )
 from freeflyer_control.inputs.values import Number, Whole
-from freeflyer_control.cli.options import EXIT_WRITE_FAILED, OneLineParser, write_failure
+from freeflyer_control.cli.options import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, OneLineParser, write_failure
 from freeflyer_control.errors import FreeFlyerError
 
 SUBCOMMANDS = (check, gjm, sim, replay, workspace, reactionless, plan, testbed, osi, campaign, controllers, warm)
@@ -133,7 +133,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     except KeyboardInterrupt:  # while checking the input (a campaign's spec loads its robots)
         print("freeflyer: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s: %(message)s",
@@ -145,7 +145,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and no traceback
         print(f"freeflyer {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as exc:  # a full disk, a folder gone read-only: one line, not a traceback
         failure = write_failure(exc)
         if failure is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import errno
 import re
+import signal
 import sys
 
 # What argparse takes for a negative number (a value, not an option): its own test knows only
@@ -44,6 +45,7 @@ def warn(command: str, message: str) -> None:
 # read-only or taken away meanwhile, a failing device. A command says so in one line (exit 1).
 WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
 EXIT_WRITE_FAILED = 1
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # the shell's status for a Ctrl-C
 
 
 def write_failure(exc: BaseException) -> str | None:

@@ -20,10 +20,9 @@ import sys
 import threading
 from pathlib import Path
 
-from freeflyer_control.cli.options import EXIT_WRITE_FAILED, write_failure
+from freeflyer_control.cli.options import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, write_failure
 from freeflyer_control.sim.output import SUMMARY_JSON, TIMESERIES_CSV, json_safe, write_summary_json
 
-EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_DIVERGED = 3
 # Space kept for the summary: a summary.json is a few kB (tens with many mode switches or trips).
 RESERVE_BYTES = 256 * 1024

@@ -8,9 +8,9 @@ the controller ticks on that state, handed over in the process, and publishes it
 plant steps under them to the next period's state, and measures it, before the loop sleeps (a
 ~/reset served in between is what the next period publishes). Where the period is plain
 (runtime.compiled_period: the built-in computed torque or resolved rate in floating or
-rotation-floating mode, no blend, a plant without object, noise or latency) the tick, the commands and the step are one compiled
-call with the same results; plant_node's /diagnostics count those periods (compiled_periods,
-python_periods). The controller never
+rotation-floating mode, no blend, a plant without object, noise or latency) the tick, the
+commands and the step are one compiled call with the same results; plant_node's /diagnostics
+count those periods (compiled_periods, python_periods). The controller never
 waits for a state and the plant never steps without its answer, whatever the load: a late
 period is late as a whole. rclpy's executor serves every other callback (parameters, services,
 references, /estop, the diagnostics timers) as it becomes ready, in a thread of its own that
